@@ -1,0 +1,218 @@
+//! The command line, as clap sees it. No logic here: [`crate::settings`] turns these raw
+//! values into validated settings (and refuses what does not apply).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Compact coding-agent transcripts by tool call, without summarizing.
+///
+/// lcc pairs every tool call with its result, asks a judge (Jev, a local laya server) or an
+/// offline rules policy which pairs the session no longer needs, drops or trims those, keeps
+/// everything else byte for byte, and writes a JSON report that `lcc explain` renders.
+#[derive(Debug, Parser)]
+#[command(name = "lcc", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compact a transcript: keep, trim or drop each tool call/result pair.
+    Compact(Box<CompactArgs>),
+    /// Explain a report: why every call was kept, trimmed, dropped, deduped or replaced.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 success (also when degraded), 1 I/O failure, \
+2 bad input, refused or out-of-range flag, or a state that cannot be fitted."
+)]
+pub struct CompactArgs {
+    /// Transcript to compact (a file, or `-` for stdin).
+    pub input: String,
+
+    /// The session's goal: what the rest of the session is for.
+    ///
+    /// The judge is asked whether each tool output still serves this goal. Empty is allowed.
+    #[arg(short = 'q', long = "question", default_value = "")]
+    pub question: String,
+
+    /// Compaction mode. Only `tool-calls` exists in this tool.
+    #[arg(long, default_value = "tool-calls")]
+    pub mode: String,
+
+    /// Who decides: `auto`, `jev`, `laya` or `rules`.
+    ///
+    /// `rules` is offline and deterministic (see --rules-mode). `auto` uses Jev when a key is
+    /// found and the network is allowed, otherwise the rules policy, and says so in the report.
+    #[arg(long, default_value = "auto")]
+    pub provider: String,
+
+    /// Policy for `--provider rules`: `lossless` (default), `recoverable`, `lossy`, `stashed`.
+    ///
+    /// lossless only replaces an output by a pointer to a later output holding the same bytes.
+    #[arg(long = "rules-mode", default_value = "lossless")]
+    pub rules_mode: String,
+
+    /// Keep a result when the judge's keep_result is at least this; trim when only keep_call is.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f64,
+
+    /// Characters of a trimmed result to keep (0 disables trimming: the result is kept whole).
+    #[arg(long = "trim-head-chars", default_value_t = 300)]
+    pub trim_head_chars: i64,
+
+    /// Newest messages pinned (never changed), besides the first message.
+    #[arg(long = "preserve-recent", default_value_t = 6)]
+    pub preserve_recent: i64,
+
+    /// Token budget for the conversation state shown to the judge.
+    #[arg(long = "max-state-tokens", default_value_t = 25_000)]
+    pub max_state_tokens: i64,
+
+    /// Token budget for one judge request (state + questions + envelope).
+    #[arg(long = "max-request-tokens", default_value_t = 30_000)]
+    pub max_request_tokens: i64,
+
+    /// Most calls judged in one request.
+    #[arg(long = "batch-size", default_value_t = 8)]
+    pub batch_size: i64,
+
+    /// Most judge requests in flight at once (1-64).
+    #[arg(long = "max-workers", default_value_t = 4)]
+    pub max_workers: i64,
+
+    /// Token reduction under which the report says `worth_it: false` (0-1). Never changes output.
+    #[arg(long = "min-reduction", default_value_t = 0.25)]
+    pub min_reduction: f64,
+
+    /// Model whose tokenizer counts the report's tokens (gpt-4.1, gpt-4o, o3: o200k_base;
+    /// gpt-4, gpt-3.5: cl100k_base; others: o200k_base, marked approximate).
+    #[arg(short = 'm', long, default_value = "gpt-4.1")]
+    pub model: String,
+
+    /// Jev model name sent to the System One API.
+    #[arg(long = "jev-model", default_value = "jev-latest")]
+    pub jev_model: String,
+
+    /// Write the compacted transcript here (default: stdout). May be the input file: it is
+    /// replaced atomically.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+
+    /// Write the JSON report here.
+    #[arg(short = 'r', long)]
+    pub report: Option<PathBuf>,
+
+    /// Decide and report, but write no transcript.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+
+    /// Print no summary on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub refused: RefusedArgs,
+}
+
+/// Block-mode options of the Python release. They are accepted by the parser only so that
+/// they can be refused with a clear message instead of a generic "unexpected argument".
+#[derive(Debug, Args, Default)]
+pub struct RefusedArgs {
+    #[arg(long = "trim-threshold", hide = true)]
+    pub trim_threshold: Option<String>,
+    #[arg(long = "preserve-tail", hide = true)]
+    pub preserve_tail: Option<String>,
+    #[arg(long = "min-block-chars", hide = true)]
+    pub min_block_chars: Option<String>,
+    #[arg(long = "keep-regex", hide = true)]
+    pub keep_regex: Option<String>,
+    #[arg(long = "protect-prefix", hide = true)]
+    pub protect_prefix: Option<String>,
+    #[arg(long = "prefix-marker", hide = true)]
+    pub prefix_marker: Option<String>,
+    #[arg(long = "decisions-cache", hide = true)]
+    pub decisions_cache: Option<String>,
+    #[arg(long = "no-marker", hide = true)]
+    pub no_marker: bool,
+    #[arg(long = "marker-scores", hide = true)]
+    pub marker_scores: Option<String>,
+    #[arg(long = "append-to", hide = true)]
+    pub append_to: Option<String>,
+    #[arg(long = "require-exact-tokens", hide = true)]
+    pub require_exact_tokens: bool,
+    #[arg(long = "semantic-verify", hide = true)]
+    pub semantic_verify: bool,
+    #[arg(long = "no-sufficiency", hide = true)]
+    pub no_sufficiency: bool,
+    #[arg(long = "max-restorations", hide = true)]
+    pub max_restorations: Option<String>,
+    #[arg(long = "confidence-threshold", hide = true)]
+    pub confidence_threshold: Option<String>,
+    #[arg(long = "laya-model", hide = true)]
+    pub laya_model: Option<String>,
+    #[arg(long = "laya-device", hide = true)]
+    pub laya_device: Option<String>,
+    #[arg(long = "laya-context-limit", hide = true)]
+    pub laya_context_limit: Option<String>,
+    #[arg(long = "laya-temperature", hide = true)]
+    pub laya_temperature: Option<String>,
+}
+
+impl RefusedArgs {
+    /// The refused flags that were given, in a fixed order.
+    pub fn given(&self) -> Vec<&'static str> {
+        let flags: [(&str, bool); 19] = [
+            ("--trim-threshold", self.trim_threshold.is_some()),
+            ("--preserve-tail", self.preserve_tail.is_some()),
+            ("--min-block-chars", self.min_block_chars.is_some()),
+            ("--keep-regex", self.keep_regex.is_some()),
+            ("--protect-prefix", self.protect_prefix.is_some()),
+            ("--prefix-marker", self.prefix_marker.is_some()),
+            ("--decisions-cache", self.decisions_cache.is_some()),
+            ("--no-marker", self.no_marker),
+            ("--marker-scores", self.marker_scores.is_some()),
+            ("--append-to", self.append_to.is_some()),
+            ("--require-exact-tokens", self.require_exact_tokens),
+            ("--semantic-verify", self.semantic_verify),
+            ("--no-sufficiency", self.no_sufficiency),
+            ("--max-restorations", self.max_restorations.is_some()),
+            (
+                "--confidence-threshold",
+                self.confidence_threshold.is_some(),
+            ),
+            ("--laya-model", self.laya_model.is_some()),
+            ("--laya-device", self.laya_device.is_some()),
+            ("--laya-context-limit", self.laya_context_limit.is_some()),
+            ("--laya-temperature", self.laya_temperature.is_some()),
+        ];
+        flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(f, _)| *f)
+            .collect()
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A report written by `lcc compact -r`.
+    pub report: PathBuf,
+
+    /// The transcript the report was made from: adds each call's input and the first lines of
+    /// its result.
+    #[arg(short = 's', long)]
+    pub source: Option<String>,
+
+    /// Show only one kind of decision: keep, trim, drop, dedupe, replace or pin.
+    #[arg(long)]
+    pub only: Option<String>,
+
+    /// Show at most this many decisions per kind.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}

@@ -1,0 +1,350 @@
+//! `lcc compact`: read → detect format → parse → pin → decide → rebuild → verify → write.
+
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::decide::{Action, Decision, DecisionRecord};
+use crate::error::Error;
+use crate::pin::{self, Pins};
+use crate::rebuild;
+use crate::report::{self, Report, Timing};
+use crate::rules::{self, RulesMode};
+use crate::settings::{CompactSettings, ProviderChoice};
+use crate::transcript::{self, Transcript};
+use crate::{io, summary};
+
+/// What a provider concluded about the candidates.
+pub struct Assessment {
+    pub decisions: Vec<Decision>,
+    pub provider_used: String,
+    pub degraded: bool,
+    pub degradation_reason: Option<String>,
+    pub semantic_guarantee: &'static str,
+    pub rules_mode: Option<RulesMode>,
+    pub warnings: Vec<String>,
+    /// The judge's label for `blocks_scored` (`jev`, `laya`, `rules`).
+    pub judge: &'static str,
+    pub jev_model_resolved: Option<String>,
+    pub calls: usize,
+    pub requests: usize,
+    pub state_tokens: usize,
+    pub state_fit_stage: String,
+    pub state_windows: usize,
+    pub input_tokens_sent: usize,
+    pub judge_latency_ms: u64,
+    /// Verification findings (rules lossless/recoverable), reported as `lossless_violations`.
+    pub violations: Vec<String>,
+}
+
+impl Assessment {
+    fn rules(mode: RulesMode, decisions: Vec<Decision>) -> Assessment {
+        Assessment {
+            decisions,
+            provider_used: "rules".into(),
+            degraded: false,
+            degradation_reason: None,
+            semantic_guarantee: "none",
+            rules_mode: Some(mode),
+            warnings: Vec::new(),
+            judge: "rules",
+            jev_model_resolved: None,
+            calls: 0,
+            requests: 0,
+            state_tokens: 0,
+            state_fit_stage: "none".into(),
+            state_windows: 0,
+            input_tokens_sent: 0,
+            judge_latency_ms: 0,
+            violations: Vec::new(),
+        }
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The outcome of one pass, before anything is written.
+pub struct Outcome {
+    pub output: String,
+    pub report: Report,
+}
+
+pub fn run(s: &CompactSettings) -> Result<()> {
+    let t0 = Instant::now();
+    let src = io::read_input(&s.input)?;
+    let read_ms = ms(t0);
+    let mut outcome = compact_text(s, &src)?;
+    outcome.report.timing.read_ms = read_ms;
+
+    let tw = Instant::now();
+    if !s.dry_run {
+        match &s.output {
+            Some(path) => io::write_atomic(path, outcome.output.as_bytes())?,
+            None => io::write_stdout(outcome.output.as_bytes())?,
+        }
+    }
+    outcome.report.timing.write_ms = ms(tw);
+    outcome.report.timing.total_ms = ms(t0);
+    if let Some(path) = &s.report {
+        io::write_atomic(path, report::to_json(&outcome.report).as_bytes())?;
+    }
+    if !s.quiet {
+        io::eprint(&summary::render(&outcome.report, s));
+    }
+    Ok(())
+}
+
+/// The whole pass over an in-memory transcript (no file I/O).
+pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
+    let file = io::display_name(&s.input);
+    let input_err = |error| Error::Input {
+        file: file.clone(),
+        error,
+    };
+    let tp = Instant::now();
+    let t = transcript::parse(src, None).map_err(input_err)?;
+    let pairs = t.pairs().map_err(input_err)?;
+    let pins = pin::select(&t, &pairs, s.preserve_recent);
+    let parse_ms = ms(tp);
+
+    let td = Instant::now();
+    let mut assessment = assess(s, &t, &pins);
+    let decide_ms = ms(td);
+
+    let tr = Instant::now();
+    let mut rebuilt = rebuild::apply(&t, src, &assessment.decisions);
+    if assessment.rules_mode == Some(RulesMode::Lossless)
+        && assessment
+            .decisions
+            .iter()
+            .any(|d| d.action != Action::Keep)
+    {
+        let violations = match transcript::parse(&rebuilt.text, Some(t.format)) {
+            Ok(after) => rules::lossless::verify(&t, &after),
+            Err(e) => vec![format!("the rebuilt transcript does not parse: {e}")],
+        };
+        if !violations.is_empty() {
+            fail_safe_keep_all(&mut assessment, "lossless", violations);
+            rebuilt = rebuild::apply(&t, src, &assessment.decisions);
+        }
+    }
+    let rebuild_ms = ms(tr);
+
+    let tc = Instant::now();
+    let acc = report::account(
+        &t,
+        &assessment.decisions,
+        &rebuilt.removed_messages,
+        s.counter,
+    );
+    let count_ms = ms(tc);
+
+    let mut r = build_report(
+        s,
+        &t,
+        &pins,
+        &assessment,
+        &acc,
+        rebuilt.removed_messages.len(),
+    );
+    r.timing = Timing {
+        parse_ms,
+        decide_ms,
+        rebuild_ms,
+        count_ms,
+        judge_latency_ms: assessment.judge_latency_ms,
+        ..Timing::default()
+    };
+    let mut warnings = t.warnings.clone();
+    warnings.append(&mut r.warnings);
+    r.warnings = warnings;
+    Ok(Outcome {
+        output: rebuilt.text,
+        report: r,
+    })
+}
+
+fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
+    for d in &mut a.decisions {
+        d.action = Action::Keep;
+        d.reason = format!("{mode}_verification_failed");
+    }
+    a.degraded = true;
+    a.degradation_reason = Some(format!("{mode}_verification_failed_fail_safe"));
+    a.semantic_guarantee = "none";
+    a.warnings.push(format!(
+        "{mode}_verification_failed: kept every tool call (fail-safe)"
+    ));
+    // The violations themselves are listed in the report's `lossless_violations`.
+    a.violations = violations;
+}
+
+fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
+    let mut warnings = Vec::new();
+    let mode = match s.provider {
+        ProviderChoice::Rules => s.rules_mode,
+        ProviderChoice::Auto => {
+            warnings.push(
+                "auto: no judge is available in this build; ran --provider rules (lossless) instead"
+                    .to_string(),
+            );
+            RulesMode::Lossless
+        }
+        // Refused in settings until the judge lands.
+        ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
+    };
+    let mut a = if pins.candidates.is_empty() {
+        let mut a = Assessment::rules(mode, Vec::new());
+        a.degradation_reason = Some("no_candidates".into());
+        a.warnings
+            .push("no_scorable_tool_calls: every call is pinned or has no result yet".into());
+        a
+    } else {
+        let decisions = rules::lossless::decide(t, &pins.candidates);
+        let mut a = Assessment::rules(mode, decisions);
+        a.semantic_guarantee = "lossless";
+        a
+    };
+    warnings.append(&mut a.warnings);
+    a.warnings = warnings;
+    a
+}
+
+fn build_report(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    a: &Assessment,
+    acc: &report::Accounting,
+    removed_messages: usize,
+) -> Report {
+    let mut decisions: Vec<DecisionRecord> = Vec::new();
+    let pair_result: std::collections::HashMap<_, _> = t
+        .pairs()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| (p.call, p.result))
+        .collect();
+    for (call, reason) in &pins.pinned_calls {
+        let c = t.call(*call);
+        let result = pair_result.get(call);
+        let chars = crate::json::py_dumps(&c.input, false).chars().count()
+            + result.map_or(0, |r| t.result(*r).text.chars().count());
+        decisions.push(DecisionRecord {
+            id: c.id.clone(),
+            decision: "keep",
+            score: None,
+            keep_call: None,
+            keep_result: None,
+            chars,
+            chars_after: chars,
+            source: "pin",
+            reason: reason.code().to_string(),
+            message_index: call.message,
+            tool: c.tool.clone(),
+            result_message_index: result.map(|r| r.message),
+            tokens: None,
+            tokens_after: None,
+            kept_at: None,
+            note: None,
+            recover: None,
+        });
+    }
+    let mut counts = [0usize; 5];
+    let mut tool_before = 0;
+    let mut tool_after = 0;
+    for (d, &(chars, chars_after, tokens, tokens_after)) in
+        a.decisions.iter().zip(&acc.per_decision)
+    {
+        let c = t.call(d.call);
+        let (kept_at, note, recover) = match &d.action {
+            Action::Dedupe { kept_at, note } => (Some(kept_at.clone()), Some(note.clone()), None),
+            Action::Replace { note, recover } => (None, Some(note.clone()), Some(recover.clone())),
+            _ => (None, None, None),
+        };
+        let kind = d.action.kind();
+        counts[match kind {
+            "keep" => 0,
+            "trim" => 1,
+            "drop" => 2,
+            "dedupe" => 3,
+            _ => 4,
+        }] += 1;
+        tool_before += chars;
+        tool_after += chars_after;
+        decisions.push(DecisionRecord {
+            id: c.id.clone(),
+            decision: kind,
+            score: d.score(),
+            keep_call: d.keep_call,
+            keep_result: d.keep_result,
+            chars,
+            chars_after,
+            source: d.source,
+            reason: d.reason.clone(),
+            message_index: d.call.message,
+            tool: c.tool.clone(),
+            result_message_index: d.result.map(|r| r.message),
+            tokens: Some(tokens),
+            tokens_after: Some(tokens_after),
+            kept_at,
+            note,
+            recover,
+        });
+    }
+    let token_ratio = report::ratio(acc.tokens_before, acc.tokens_after);
+    Report {
+        schema_version: report::SCHEMA_VERSION,
+        mode: "tool-calls",
+        objective: s.question.clone(),
+        input_format: t.format.name(),
+        provider_requested: s.provider.name().to_string(),
+        provider_used: a.provider_used.clone(),
+        rules_mode: a.rules_mode.map(RulesMode::name),
+        lossless_violations: a.violations.clone(),
+        recoverability_check: None,
+        degraded: a.degraded,
+        degradation_reason: a.degradation_reason.clone(),
+        semantic_guarantee: a.semantic_guarantee,
+        jev_model_requested: s.jev_model.clone(),
+        jev_model_resolved: a.jev_model_resolved.clone(),
+        threshold: s.thresholds.threshold,
+        trim_threshold: None,
+        trim_head_chars: s.thresholds.trim_head_chars,
+        preserve_recent: s.preserve_recent,
+        blocks_total: pins.pinned_calls.len() + pins.candidates.len(),
+        blocks_scored: a.decisions.iter().filter(|d| d.source == a.judge).count(),
+        blocks_protected: pins.pinned_calls.len(),
+        calls: a.calls,
+        chars_before: acc.chars_before,
+        chars_after: acc.chars_after,
+        reduction_ratio: report::ratio(acc.chars_before, acc.chars_after),
+        worth_it: token_ratio >= s.min_reduction,
+        min_reduction: s.min_reduction,
+        tool_chars_before: tool_before,
+        tool_chars_after: tool_after,
+        tool_reduction_ratio: report::ratio(tool_before, tool_after),
+        tokens_before: acc.tokens_before,
+        tokens_after: acc.tokens_after,
+        token_count_method: s.counter.method(),
+        tokenizer: s.counter.encoding.name(),
+        state_tokens: a.state_tokens,
+        state_fit_stage: a.state_fit_stage.clone(),
+        state_windows: a.state_windows,
+        requests: a.requests,
+        input_tokens_sent: a.input_tokens_sent,
+        messages_before: t.messages.len(),
+        messages_after: t.messages.len() - removed_messages,
+        tool_calls_total: t.tool_calls_total(),
+        tool_calls_kept: counts[0],
+        tool_calls_trimmed: counts[1],
+        tool_calls_dropped: counts[2],
+        tool_calls_deduped: counts[3],
+        tool_calls_replaced: counts[4],
+        warnings: a.warnings.clone(),
+        decisions,
+        timing: Timing::default(),
+    }
+}

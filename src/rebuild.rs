@@ -1,0 +1,133 @@
+//! Rebuild: apply decisions to the original bytes.
+//!
+//! Only what was decided changes: a dropped call takes its result with it (and the reverse),
+//! a trimmed/deduped/replaced result gets its new text, a message is removed only when this
+//! pass emptied it, and an array this pass emptied is removed with its key. Everything else is
+//! the input's own bytes. Pure.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::decide::{Action, Decision};
+use crate::json::{self, Edit};
+use crate::transcript::{self, ContainerKind, Slot, TextSlot, Transcript};
+
+/// The rebuilt text and what it removed.
+#[derive(Debug, Clone)]
+pub struct Rebuilt {
+    pub text: String,
+    /// Indices of messages this pass emptied and removed.
+    pub removed_messages: Vec<usize>,
+}
+
+pub fn apply(t: &Transcript, src: &str, decisions: &[Decision]) -> Rebuilt {
+    let mut removed_blocks: BTreeSet<Slot> = BTreeSet::new();
+    let mut edits: Vec<Edit> = Vec::new();
+    for d in decisions {
+        match &d.action {
+            Action::Keep => {}
+            Action::Drop => {
+                removed_blocks.insert(t.call(d.call).slot);
+                if let Some(r) = d.result {
+                    removed_blocks.insert(t.result(r).slot);
+                }
+            }
+            a => {
+                let (Some(r), Some(new_text)) = (d.result, a.new_text()) else {
+                    continue;
+                };
+                edits.push(text_edit(src, &t.result(r).text_slot, new_text));
+            }
+        }
+    }
+
+    let mut removal: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    let mut removed_messages = Vec::new();
+    for (mi, m) in t.messages.iter().enumerate() {
+        let blocks = m
+            .calls
+            .iter()
+            .map(|c| c.slot)
+            .chain(m.results.iter().map(|r| r.slot));
+        let (mut total, mut gone) = (0, 0);
+        for s in blocks {
+            total += 1;
+            if removed_blocks.contains(&s) {
+                gone += 1;
+            }
+        }
+        if total > 0 && gone == total && !m.has_other_content {
+            removed_messages.push(mi);
+            removal
+                .entry(m.slot.container)
+                .or_default()
+                .insert(m.slot.index);
+        }
+    }
+    for s in &removed_blocks {
+        removal.entry(s.container).or_default().insert(s.index);
+    }
+
+    // Children before parents: a container emptied by this pass is removed from its parent
+    // object instead of being left as `[]`.
+    let mut ids: Vec<usize> = removal.keys().copied().collect();
+    while let Some(id) = ids.pop() {
+        let c = &t.layout.containers[id];
+        let Some(set) = removal.get(&id) else {
+            continue;
+        };
+        if set.len() == c.children.len() {
+            if let Some(parent) = c.member_of {
+                removal.remove(&id);
+                let entry = removal.entry(parent.container).or_default();
+                let fresh = entry.is_empty();
+                entry.insert(parent.index);
+                if fresh {
+                    ids.push(parent.container);
+                    ids.sort_unstable();
+                }
+            }
+        }
+    }
+    for (id, set) in &removal {
+        let c = &t.layout.containers[*id];
+        let remove: Vec<usize> = set.iter().copied().collect();
+        match c.kind {
+            ContainerKind::Json => {
+                edits.extend(json::delete_children(&c.children, &remove, c.open, c.close));
+            }
+            ContainerKind::Lines => edits.extend(remove.iter().map(|&i| Edit {
+                start: c.children[i].0,
+                end: c.children[i].1,
+                text: String::new(),
+            })),
+        }
+    }
+    edits.extend(transcript::extra_edits(t, src, &removed_messages));
+    Rebuilt {
+        text: json::splice(src, edits),
+        removed_messages,
+    }
+}
+
+fn text_edit(src: &str, slot: &TextSlot, new_text: &str) -> Edit {
+    match slot {
+        TextSlot::Value { start, end } => Edit {
+            start: *start,
+            end: *end,
+            text: json::quote(new_text, false),
+        },
+        TextSlot::InsertMember { open, key } => {
+            let rest = src[open + 1..].trim_start();
+            let sep = if rest.starts_with('}') { "" } else { ", " };
+            Edit {
+                start: open + 1,
+                end: open + 1,
+                text: format!(
+                    "{}: {}{sep}",
+                    json::quote(key, false),
+                    json::quote(new_text, false)
+                ),
+            }
+        }
+    }
+}

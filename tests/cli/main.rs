@@ -1,0 +1,3 @@
+//! Integration tests: the real `lcc` binary on fixtures.
+
+mod support;
