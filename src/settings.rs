@@ -130,9 +130,11 @@ impl CompactSettings {
             "recoverable" => RulesMode::Recoverable,
             "lossy" => RulesMode::Lossy,
             "stashed" => RulesMode::Stashed,
-            other => return Err(usage(format!(
+            other => {
+                return Err(usage(format!(
                 "--rules-mode must be one of lossless, recoverable, lossy, stashed (got '{other}')"
-            ))),
+            )))
+            }
         };
         if rules_mode != RulesMode::Lossless {
             return Err(usage(format!(

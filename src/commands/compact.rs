@@ -109,37 +109,30 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     let pins = pin::select(&t, &pairs, s.preserve_recent);
     let parse_ms = ms(tp);
 
-    let td = Instant::now();
-    let mut assessment = assess(s, &t, &pins);
-    let decide_ms = ms(td);
-
-    let tr = Instant::now();
-    let mut rebuilt = rebuild::apply(&t, src, &assessment.decisions);
-    if assessment.rules_mode == Some(RulesMode::Lossless)
-        && assessment
-            .decisions
-            .iter()
-            .any(|d| d.action != Action::Keep)
-    {
-        let violations = match transcript::parse(&rebuilt.text, Some(t.format)) {
-            Ok(after) => rules::lossless::verify(&t, &after),
-            Err(e) => vec![format!("the rebuilt transcript does not parse: {e}")],
-        };
-        if !violations.is_empty() {
-            fail_safe_keep_all(&mut assessment, "lossless", violations);
-            rebuilt = rebuild::apply(&t, src, &assessment.decisions);
-        }
-    }
-    let rebuild_ms = ms(tr);
-
-    let tc = Instant::now();
+    // Token counting of the input is the slowest stage and depends on nothing the pass
+    // decides, so it runs on the rayon pool while this thread decides, rebuilds and verifies.
+    let pieces = report::Pieces::new(&t);
+    let (piece_counts, count_ms, stages) = std::thread::scope(|scope| {
+        let counting = scope.spawn(|| {
+            let tc = Instant::now();
+            let counts = pieces.count(s.counter);
+            (counts, ms(tc))
+        });
+        let stages = decide_and_rebuild(s, &t, &pins, src);
+        let (counts, count_ms) = counting
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (counts, count_ms, stages)
+    });
+    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages;
     let acc = report::account(
         &t,
+        &pieces,
+        &piece_counts,
         &assessment.decisions,
         &rebuilt.removed_messages,
         s.counter,
     );
-    let count_ms = ms(tc);
 
     let mut r = build_report(
         s,
@@ -164,6 +157,37 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
         output: rebuilt.text,
         report: r,
     })
+}
+
+/// Decide, rebuild and verify (the lossless fail-safe reverts to keeping everything).
+fn decide_and_rebuild(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    src: &str,
+) -> (Assessment, rebuild::Rebuilt, u64, u64) {
+    let td = Instant::now();
+    let mut assessment = assess(s, t, pins);
+    let decide_ms = ms(td);
+
+    let tr = Instant::now();
+    let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
+    if assessment.rules_mode == Some(RulesMode::Lossless)
+        && assessment
+            .decisions
+            .iter()
+            .any(|d| d.action != Action::Keep)
+    {
+        let mut violations = rules::lossless::verify_decisions(t, &assessment.decisions);
+        if let Err(e) = transcript::validate(&rebuilt.text, t.format) {
+            violations.push(format!("the rebuilt transcript does not parse: {e}"));
+        }
+        if !violations.is_empty() {
+            fail_safe_keep_all(&mut assessment, "lossless", violations);
+            rebuilt = rebuild::apply(t, src, &assessment.decisions);
+        }
+    }
+    (assessment, rebuilt, decide_ms, ms(tr))
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
