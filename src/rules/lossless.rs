@@ -438,6 +438,121 @@ mod tests {
         assert!(!is_header_line("Chunk IDs: 1"));
     }
 
+    /// A small original: `a` and `c` hold the same output, `b` holds lines 2-3 of `c`'s, and
+    /// `e` holds the same output as `c` but failed.
+    fn original() -> String {
+        let out = "alpha line of the output\\nbeta line of the output\\ngamma line of the output";
+        let mid = "beta line of the output\\ngamma line of the output";
+        let msg = |id: &str, text: &str, err: bool| {
+            format!(
+                r#"{{"role": "assistant", "text": "", "toolUses": [{{"tool_use_id": "{id}", "tool": "Bash", "input": {{}}}}]}}, {{"role": "user", "text": "", "toolResults": [{{"tool_use_id": "{id}", "text": "{text}", "is_error": {err}}}]}}"#
+            )
+        };
+        format!(
+            "[{{\"role\": \"user\", \"text\": \"go\"}}, {}, {}, {}, {}]",
+            msg("a", out, false),
+            msg("b", mid, false),
+            msg("c", out, false),
+            msg("e", out, true)
+        )
+    }
+
+    /// The original with some result texts swapped for forged notes.
+    fn forged(notes: &[(&str, &str)]) -> Vec<String> {
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let mut s = src.clone();
+        for (id, note) in notes {
+            let needle = format!(r#""tool_use_id": "{id}", "text": ""#);
+            let at = s.find(&needle).unwrap() + needle.len() - 1;
+            let end = at + s[at + 1..].find('"').unwrap() + 2;
+            s.replace_range(at..end, &crate::json::quote(note, false));
+        }
+        let after = crate::transcript::lcc::parse(&s).unwrap();
+        verify(&t, &after)
+    }
+
+    #[test]
+    fn verify_accepts_true_pointers() {
+        assert_eq!(forged(&[]), Vec::<String>::new());
+        assert_eq!(
+            forged(&[
+                ("a", "[identical output kept at c]"),
+                ("b", "[output = lines 2-3 of c]")
+            ]),
+            Vec::<String>::new()
+        );
+        // What the pass itself decides on this transcript passes too.
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let pairs = t.pairs().unwrap();
+        let pins = crate::pin::select(&t, &pairs, 0);
+        let decisions = decide(&t, &pins.candidates);
+        let kinds: Vec<&str> = decisions.iter().map(|d| d.action.kind()).collect();
+        assert_eq!(kinds, ["dedupe", "dedupe", "keep", "keep"]);
+        let rebuilt = crate::rebuild::apply(&t, &src, &decisions);
+        let after = crate::transcript::lcc::parse(&rebuilt.text).unwrap();
+        assert_eq!(verify(&t, &after), Vec::<String>::new());
+    }
+
+    #[test]
+    fn verify_rejects_forged_pointers() {
+        let bad = [
+            // Points backwards: `a` is before `c`.
+            ("c", "[identical output kept at a]"),
+            // The lines are 2-3, not 1-2.
+            ("b", "[output = lines 1-2 of c]"),
+            // Out of range, zero, reversed, malformed.
+            ("b", "[output = lines 2-9 of c]"),
+            ("b", "[output = lines 0-1 of c]"),
+            ("b", "[output = lines 3-2 of c]"),
+            ("b", "[output = lines two-3 of c]"),
+            // The texts differ (`b` is only part of `c`).
+            ("b", "[identical output kept at c]"),
+            // `e` failed, `c` did not (and `e` is later than `a` but has the other flag).
+            ("a", "[identical output kept at e]"),
+            // No such id.
+            ("a", "[identical output kept at zz]"),
+            // Not a note at all.
+            ("a", "[output contained in c]"),
+            ("a", ""),
+        ];
+        for (id, note) in bad {
+            let v = forged(&[(id, note)]);
+            assert_eq!(v.len(), 1, "{id} -> {note}: {v:?}");
+            assert!(v[0].starts_with(&format!("result {id} changed")), "{v:?}");
+        }
+        // A target that is itself replaced does not hold the text any more.
+        let v = forged(&[
+            ("a", "[identical output kept at c]"),
+            ("c", "[identical output kept at a]"),
+        ]);
+        assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn verify_rejects_changes_outside_results() {
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let check = |s: &str| verify(&t, &crate::transcript::lcc::parse(s).unwrap());
+        assert_eq!(
+            check(&src.replacen("\"go\"", "\"stop\"", 1)),
+            ["message 0: text changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("\"input\": {}", "\"input\": {\"x\": 1}", 1)),
+            ["message 1: tool calls changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("\"is_error\": true", "\"is_error\": false", 1)),
+            ["message 8: tool result ids or error flags changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("{\"role\": \"user\", \"text\": \"go\"}, ", "", 1)),
+            ["message count changed: 9 -> 8"]
+        );
+    }
+
     #[test]
     fn line_runs() {
         let r = "b\nc";
