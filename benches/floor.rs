@@ -18,7 +18,11 @@ fn main() {
             out = f();
             best = best.min(t.elapsed().as_secs_f64());
         }
-        println!("{label:<48} {:>8.0} ms  ({:.0} MB/s, {out} bytes out)", best * 1e3, mb / best);
+        println!(
+            "{label:<48} {:>8.0} ms  ({:.0} MB/s, {out} bytes out)",
+            best * 1e3,
+            mb / best
+        );
     };
     time("serde_json: parse to Value + serialize", &|| {
         let v: serde_json::Value = serde_json::from_str(&src).expect("valid JSON");
