@@ -210,4 +210,41 @@ mod tests {
         let many = Counter::o200k().count_many(&texts);
         assert_eq!(many[0], Counter::o200k().count(texts[0]));
     }
+
+    /// tiktoken-rs's encoding tables are the reference: every piece of every shipped fixture
+    /// transcript counts the same with both tokenizers, for both encodings.
+    #[test]
+    fn matches_tiktoken_on_fixtures() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let o = tiktoken_rs::o200k_base().unwrap();
+        let c = tiktoken_rs::cl100k_base().unwrap();
+        let mut checked = 0;
+        let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        entries.sort_by_key(std::fs::DirEntry::path);
+        for entry in entries {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).unwrap();
+            let Ok(t) = crate::transcript::parse(&src, None) else {
+                continue;
+            };
+            let pieces = crate::report::Pieces::new(&t);
+            for p in pieces.all() {
+                assert_eq!(
+                    Counter::o200k().count(p),
+                    o.encode_ordinary(p).len(),
+                    "{path:?}"
+                );
+                let cl = Counter {
+                    encoding: Encoding::Cl100k,
+                    exact: true,
+                };
+                assert_eq!(cl.count(p), c.encode_ordinary(p).len(), "{path:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "only {checked} pieces checked");
+    }
 }
