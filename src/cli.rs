@@ -23,6 +23,8 @@ pub enum Command {
     Compact(Box<CompactArgs>),
     /// Explain a report: why every call was kept, trimmed, dropped, deduped or replaced.
     Explain(ExplainArgs),
+    /// Serve the same pass to MCP clients over stdio (tools compact_transcript, explain_report).
+    Mcp,
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ pub mod explain;
 pub mod fasthash;
 pub mod io;
 pub mod json;
+pub mod mcp;
 pub mod pin;
 pub mod rebuild;
 pub mod report;
@@ -38,5 +39,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             commands::compact::run(&s)
         }
         Command::Explain(args) => commands::explain::run(&args),
+        Command::Mcp => mcp::serve(),
     }
 }

@@ -4,6 +4,7 @@ mod compact;
 mod errors;
 mod explain;
 mod io;
+mod mcp;
 mod report;
 mod roundtrip;
 mod support;
