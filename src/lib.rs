@@ -18,6 +18,7 @@ pub mod exit;
 pub mod explain;
 pub mod io;
 pub mod json;
+pub mod judge;
 pub mod pin;
 pub mod rebuild;
 pub mod report;

@@ -110,7 +110,7 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     let parse_ms = ms(tp);
 
     let td = Instant::now();
-    let mut assessment = assess(s, &t, &pins);
+    let mut assessment = assess(s, &t, &pairs, &pins)?;
     let decide_ms = ms(td);
 
     let tr = Instant::now();
@@ -181,19 +181,25 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
     a.violations = violations;
 }
 
-fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
+fn assess(
+    s: &CompactSettings,
+    t: &Transcript,
+    pairs: &[transcript::Pair],
+    pins: &Pins,
+) -> Result<Assessment, Error> {
     let mut warnings = Vec::new();
     let mode = match s.provider {
         ProviderChoice::Rules => s.rules_mode,
-        ProviderChoice::Auto => {
-            warnings.push(
-                "auto: no judge is available in this build; ran --provider rules (lossless) instead"
-                    .to_string(),
-            );
-            RulesMode::Lossless
-        }
-        // Refused in settings until the judge lands.
-        ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
+        ProviderChoice::Jev => return crate::judge::assess(s, t, pairs, pins),
+        ProviderChoice::Auto => match &s.jev.key {
+            Ok(_) => return crate::judge::assess(s, t, pairs, pins),
+            Err(why) => {
+                warnings.push(crate::judge::auto_fallback_reason(*why));
+                RulesMode::Lossless
+            }
+        },
+        // Refused in settings until the laya provider lands.
+        ProviderChoice::Laya => RulesMode::Lossless,
     };
     let mut a = if pins.candidates.is_empty() {
         let mut a = Assessment::rules(mode, Vec::new());
@@ -209,7 +215,7 @@ fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
     };
     warnings.append(&mut a.warnings);
     a.warnings = warnings;
-    a
+    Ok(a)
 }
 
 fn build_report(
