@@ -15,6 +15,13 @@
 //! A call counts as judged when at least one of its two answers is valid. Batch results are
 //! applied in batch order whatever order they arrive in, so the report does not depend on
 //! timing (apart from its `timing` object).
+//!
+//! Report counts: `requests` is the number of request bodies the pass built (one per batch,
+//! plus one more per split of a batch the API found too large; a batch not sent because the
+//! key was refused still counts); `calls` is the number of responses that carried an
+//! `answers` object; `input_tokens_sent` sums those responses' `usage.input_tokens` (our own
+//! count of the request when a response has none); `timing.judge_latency_ms` sums each
+//! batch's time from first send to last answer, retries and back-off included.
 
 pub mod batch;
 pub mod client;
