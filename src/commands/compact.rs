@@ -118,13 +118,13 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
             let counts = pieces.count(s.counter);
             (counts, ms(tc))
         });
-        let stages = decide_and_rebuild(s, &t, &pins, src);
+        let stages = decide_and_rebuild(s, &t, &pairs, &pins, src);
         let (counts, count_ms) = counting
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         (counts, count_ms, stages)
     });
-    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages;
+    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages?;
     let acc = report::account(
         &t,
         &pieces,
@@ -163,11 +163,12 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
 fn decide_and_rebuild(
     s: &CompactSettings,
     t: &Transcript,
+    pairs: &[crate::transcript::Pair],
     pins: &Pins,
     src: &str,
-) -> (Assessment, rebuild::Rebuilt, u64, u64) {
+) -> Result<(Assessment, rebuild::Rebuilt, u64, u64)> {
     let td = Instant::now();
-    let mut assessment = assess(s, t, pins);
+    let mut assessment = assess(s, t, pairs, pins)?;
     let decide_ms = ms(td);
 
     let tr = Instant::now();
@@ -187,7 +188,7 @@ fn decide_and_rebuild(
             rebuilt = rebuild::apply(t, src, &assessment.decisions);
         }
     }
-    (assessment, rebuilt, decide_ms, ms(tr))
+    Ok((assessment, rebuilt, decide_ms, ms(tr)))
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -205,19 +206,25 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
     a.violations = violations;
 }
 
-fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
+fn assess(
+    s: &CompactSettings,
+    t: &Transcript,
+    pairs: &[transcript::Pair],
+    pins: &Pins,
+) -> Result<Assessment, Error> {
     let mut warnings = Vec::new();
     let mode = match s.provider {
         ProviderChoice::Rules => s.rules_mode,
-        ProviderChoice::Auto => {
-            warnings.push(
-                "auto: no judge is available in this build; ran --provider rules (lossless) instead"
-                    .to_string(),
-            );
-            RulesMode::Lossless
-        }
-        // Refused in settings until the judge lands.
-        ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
+        ProviderChoice::Jev => return crate::judge::assess(s, t, pairs, pins),
+        ProviderChoice::Auto => match &s.jev.key {
+            Ok(_) => return crate::judge::assess(s, t, pairs, pins),
+            Err(why) => {
+                warnings.push(crate::judge::auto_fallback_reason(*why));
+                RulesMode::Lossless
+            }
+        },
+        // Refused in settings until the laya provider lands.
+        ProviderChoice::Laya => RulesMode::Lossless,
     };
     let mut a = if pins.candidates.is_empty() {
         let mut a = Assessment::rules(mode, Vec::new());
@@ -233,7 +240,7 @@ fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
     };
     warnings.append(&mut a.warnings);
     a.warnings = warnings;
-    a
+    Ok(a)
 }
 
 fn build_report(
