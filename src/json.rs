@@ -97,6 +97,19 @@ pub fn parse_range(src: &str, from: usize, to: usize) -> Result<Node, SyntaxErro
     Ok(node)
 }
 
+/// Parse the one JSON value that starts at `from` (after optional whitespace), whatever
+/// follows it: the node's `end` says where it stopped. For streams of concatenated values
+/// (JSONL, or pretty-printed records spanning lines).
+pub fn parse_value_at(src: &str, from: usize) -> Result<Node, SyntaxError> {
+    let mut p = Parser {
+        b: src.as_bytes(),
+        pos: from,
+        depth: 0,
+    };
+    p.ws();
+    p.value()
+}
+
 /// Parse a whole document.
 pub fn parse(src: &str) -> Result<Node, SyntaxError> {
     let start = if src.starts_with('\u{feff}') { 3 } else { 0 };

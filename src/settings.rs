@@ -10,6 +10,7 @@ use crate::decide::Thresholds;
 use crate::error::Error;
 use crate::rules::RulesMode;
 use crate::tokens::Counter;
+use crate::transcript::Format;
 
 /// Which provider the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,10 @@ pub struct CompactSettings {
     pub dry_run: bool,
     pub quiet: bool,
     pub env: Env,
+    /// `--format`: read (and write) this format instead of detecting it.
+    pub format: Option<Format>,
+    /// `--strict`: reading warnings (a torn last JSONL line) are errors.
+    pub strict: bool,
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -130,9 +135,11 @@ impl CompactSettings {
             "recoverable" => RulesMode::Recoverable,
             "lossy" => RulesMode::Lossy,
             "stashed" => RulesMode::Stashed,
-            other => return Err(usage(format!(
+            other => {
+                return Err(usage(format!(
                 "--rules-mode must be one of lossless, recoverable, lossy, stashed (got '{other}')"
-            ))),
+            )))
+            }
         };
         if rules_mode != RulesMode::Lossless {
             return Err(usage(format!(
@@ -177,6 +184,15 @@ impl CompactSettings {
         if a.model.trim().is_empty() {
             return Err(usage("--model must not be empty"));
         }
+        let format = match &a.format {
+            None => None,
+            Some(name) => Some(Format::from_name(name).ok_or_else(|| {
+                usage(format!(
+                    "unknown format '{name}' for --format; expected one of {}",
+                    Format::NAMES.join(", ")
+                ))
+            })?),
+        };
         if a.dry_run && a.output.is_some() {
             // Allowed: the report is still written; the transcript is not.
         }
@@ -204,6 +220,8 @@ impl CompactSettings {
             dry_run: a.dry_run,
             quiet: a.quiet,
             env,
+            format,
+            strict: a.strict,
         })
     }
 }

@@ -1,3 +1,4 @@
 //! Integration tests: the real `lcc` binary on fixtures.
 
+mod formats;
 mod support;
