@@ -441,3 +441,60 @@ fn formats_agree_on_the_session() {
         .unwrap()
         .starts_with("*** Begin Patch"));
 }
+
+#[test]
+fn claude_code_links_follow_removed_records() {
+    // u1 <- a1 (tool_use t1) <- p1 (progress under a1) <- r1 (tool_result t1)
+    //    <- s1 (summary, leaf r1) ; b1 (boundary, logical parent r1) <- u2 (text + result t2)
+    // a2 (tool_use t2, parent u1) ; t2's result sits in u2 next to a text block.
+    let src = concat!(
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}"#,
+        "\n",
+        r#"{"type":"progress","uuid":"p1","parentUuid":"a1","data":{"type":"bash_progress"}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"r1","parentUuid":"p1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb"}]},"toolUseResult":{"stdout":"a\nb"},"sourceToolAssistantUUID":"a1"}"#,
+        "\n",
+        r#"{"type":"summary","summary":"listing","leafUuid":"r1"}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"r1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"pwd"}}]}}"#,
+        "\n",
+        r#"{"type":"system","subtype":"compact_boundary","uuid":"b1","parentUuid":null,"logicalParentUuid":"r1"}"#,
+        "\n",
+        r#"{"type":"user","uuid":"u2","parentUuid":"b1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"/repo"},{"type":"text","text":"and then?"}]},"toolUseResult":{"stdout":"/repo"},"sourceToolAssistantUUID":"a2"}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"a3","parentUuid":"u2","message":{"role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        "\n",
+    );
+    let t = parse(src, None).unwrap();
+    assert_eq!(t.format, Format::ClaudeCode);
+    let decisions = [
+        decision(pair(&t, "t1"), Action::Drop),
+        decision(pair(&t, "t2"), Action::Drop),
+    ];
+    let out = rebuild::apply(&t, src, &decisions);
+    let recs = records(&out.text);
+    let by_uuid: HashMap<&str, &serde_json::Value> = recs
+        .iter()
+        .filter_map(|r| r.get("uuid").and_then(|u| u.as_str()).map(|u| (u, r)))
+        .collect();
+    // a1, r1 and a2 are gone; u2 stays for its text.
+    assert!(
+        !by_uuid.contains_key("a1") && !by_uuid.contains_key("r1") && !by_uuid.contains_key("a2")
+    );
+    assert_eq!(by_uuid["p1"]["parentUuid"], "u1");
+    // r1's parent p1 survives: links to r1 now name p1.
+    assert_eq!(recs[2]["leafUuid"], "p1", "summary: {}", recs[2]);
+    assert_eq!(by_uuid["b1"]["logicalParentUuid"], "p1");
+    assert_eq!(by_uuid["b1"]["parentUuid"], serde_json::Value::Null);
+    let u2 = by_uuid["u2"];
+    assert_eq!(u2["message"]["content"].as_array().unwrap().len(), 1);
+    assert!(u2.get("toolUseResult").is_none(), "{u2}");
+    assert!(u2.get("sourceToolAssistantUUID").is_none(), "{u2}");
+    assert_eq!(u2["parentUuid"], "b1");
+    assert_eq!(recs.len(), 6);
+    let after = parse(&out.text, None).unwrap();
+    assert!(after.pairs().unwrap().is_empty());
+    assert_eq!(after.messages.len(), 3);
+}
