@@ -5,7 +5,8 @@
 # synthetic session twice, with the same seed: as Claude Code JSONL (--shape claude-jsonl) and
 # in lcc's shape (--shape camel). `lcc compact --provider rules` (lossless) runs on both under
 # /usr/bin/time -v; the table gives wall time, peak memory and the JSONL/lcc ratios (target:
-# within 1.5x). Each measurement is the median of --runs runs (default 3).
+# within 1.5x). Each figure is the median of --runs runs (default 3). CPU time (user + sys)
+# is given too: on a shared machine it moves less than wall time.
 #
 # Usage: scripts/bench-formats.sh [--sizes "5000 50000"] [--runs 3] [--seed 7]
 #                                 [--kit DIR] [--work DIR] [--bin PATH]
@@ -45,7 +46,7 @@ if [ -z "$work" ]; then
 fi
 mkdir -p "$work"
 
-# One timed run: prints "<wall seconds> <peak KiB>".
+# One timed run: prints "<wall seconds> <peak KiB> <cpu seconds>".
 measure() {
   local input="$1" log="$work/time.log"
   /usr/bin/time -v "$bin" compact "$input" --provider rules --quiet \
@@ -54,34 +55,40 @@ measure() {
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" |
     awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-  echo "$wall $rss"
+  cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$log")
+  echo "$wall $rss $cpu"
 }
 
-# Median over $runs runs: prints "<wall> <peak KiB>".
+# Median of each figure over $runs runs: prints "<wall> <peak KiB> <cpu>".
 median() {
   local input="$1" i
-  for ((i = 0; i < runs; i++)); do measure "$input"; done |
-    sort -n | awk '{w[NR] = $1; m[NR] = $2} END {k = int((NR + 1) / 2); print w[k], m[k]}'
+  for ((i = 0; i < runs; i++)); do measure "$input"; done > "$work/runs"
+  local col out=""
+  for col in 1 2 3; do
+    out+="$(cut -d' ' -f"$col" "$work/runs" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}') "
+  done
+  echo "$out"
 }
 
-printf '| messages | shape | file MB | wall s | peak MB | decisions (dedupe) |\n'
-printf '|---:|---|---:|---:|---:|---:|\n'
+printf '| messages | shape | file MB | wall s | cpu s | peak MB | deduped |\n'
+printf '|---:|---|---:|---:|---:|---:|---:|\n'
 summary=""
 for n in $sizes; do
   jsonl="$work/s$n.jsonl"
   camel="$work/s$n.json"
   python3 "$gen" --messages "$n" --seed "$seed" --shape claude-jsonl -o "$jsonl" 2>/dev/null
   python3 "$gen" --messages "$n" --seed "$seed" --shape camel -o "$camel" 2>/dev/null
-  declare -A wall=() peak=()
+  declare -A wall=() peak=() cpu=()
   for shape in claude-jsonl lcc; do
     input="$jsonl"; [ "$shape" = lcc ] && input="$camel"
-    read -r w m < <(median "$input")
-    wall[$shape]=$w; peak[$shape]=$m
-    deduped=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["tool_calls_deduped"], r["input_format"])' "$work/report.json")
+    read -r w m c < <(median "$input")
+    wall[$shape]=$w; peak[$shape]=$m; cpu[$shape]=$c
+    deduped=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["tool_calls_deduped"])' "$work/report.json")
     mb=$(awk -v b="$(stat -c %s "$input")" 'BEGIN {printf "%.1f", b / 1048576}')
-    printf '| %s | %s | %s | %.2f | %.0f | %s |\n' "$n" "$shape" "$mb" "$w" "$(awk -v k="$m" 'BEGIN {print k / 1024}')" "$deduped"
+    printf '| %s | %s | %s | %.2f | %.2f | %.0f | %s |\n' "$n" "$shape" "$mb" "$w" "$c" "$(awk -v k="$m" 'BEGIN {print k / 1024}')" "$deduped"
   done
   summary+=$(awk -v n="$n" -v a="${wall[claude-jsonl]}" -v b="${wall[lcc]}" -v c="${peak[claude-jsonl]}" -v d="${peak[lcc]}" \
-    'BEGIN {printf "%s messages: JSONL/lcc wall %.2fx, peak memory %.2fx\n", n, (b > 0 ? a / b : 0), (d > 0 ? c / d : 0)}')$'\n'
+    -v e="${cpu[claude-jsonl]}" -v f="${cpu[lcc]}" \
+    'BEGIN {printf "%s messages: JSONL/lcc wall %.2fx, cpu %.2fx, peak memory %.2fx\n", n, (b > 0 ? a / b : 0), (f > 0 ? e / f : 0), (d > 0 ? c / d : 0)}')$'\n'
 done
 printf '\n%s' "$summary"

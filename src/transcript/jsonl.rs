@@ -157,4 +157,11 @@ mod tests {
         assert_eq!(e.path, "line 2", "{e}");
         assert!(e.message.contains("line 2, column 6"), "{e}");
     }
+
+    #[test]
+    fn several_values_on_a_line() {
+        let src = "{\"a\":1} {\"b\":2}\n{\"c\":3}\n";
+        let (s, _) = spans(src);
+        assert_eq!(s, vec![(0, 7, 1), (7, 16, 1), (16, 24, 2)]);
+    }
 }
