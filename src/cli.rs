@@ -109,6 +109,16 @@ pub struct CompactArgs {
     #[arg(short = 'r', long)]
     pub report: Option<PathBuf>,
 
+    /// Input format: lcc, claude-code, anthropic, openai-chat, openai-responses or codex
+    /// (default: detected from the content). The output is written in the same format.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Treat reading warnings as errors: a torn last JSONL line exits 2 instead of being
+    /// left as it was.
+    #[arg(long)]
+    pub strict: bool,
+
     /// Decide and report, but write no transcript.
     #[arg(long = "dry-run")]
     pub dry_run: bool,

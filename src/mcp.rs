@@ -607,7 +607,8 @@ fn ms(since: Instant) -> u64 {
 /// (returned as a string)? Exhaustive on purpose: a new format must say which it is.
 fn is_json_format(format: Format) -> bool {
     match format {
-        Format::Lcc => true,
+        Format::Lcc | Format::Anthropic | Format::OpenAiChat | Format::OpenAiResponses => true,
+        Format::ClaudeCode | Format::Codex => false,
     }
 }
 

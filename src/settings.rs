@@ -23,6 +23,7 @@ use crate::decide::Thresholds;
 use crate::error::Error;
 use crate::rules::RulesMode;
 use crate::tokens::Counter;
+use crate::transcript::Format;
 
 /// Which provider the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +172,10 @@ pub struct CompactSettings {
     pub dry_run: bool,
     pub quiet: bool,
     pub env: Env,
+    /// `--format`: read (and write) this format instead of detecting it.
+    pub format: Option<Format>,
+    /// `--strict`: reading warnings (a torn last JSONL line) are errors.
+    pub strict: bool,
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -280,6 +285,15 @@ impl CompactSettings {
         if a.jev_model.trim().is_empty() {
             return Err(usage("--jev-model must not be empty"));
         }
+        let format = match &a.format {
+            None => None,
+            Some(name) => Some(Format::from_name(name).ok_or_else(|| {
+                usage(format!(
+                    "unknown format '{name}' for --format; expected one of {}",
+                    Format::NAMES.join(", ")
+                ))
+            })?),
+        };
         let jev = jev_config(
             &env,
             &a.jev_model,
@@ -310,6 +324,8 @@ impl CompactSettings {
             dry_run: a.dry_run,
             quiet: a.quiet,
             env,
+            format,
+            strict: a.strict,
         })
     }
 }

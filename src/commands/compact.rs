@@ -104,7 +104,19 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
         error,
     };
     let tp = Instant::now();
-    let t = transcript::parse(src, None).map_err(input_err)?;
+    let t = transcript::parse(src, s.format).map_err(input_err)?;
+    if s.strict {
+        if let Some(w) = t.warnings.first() {
+            return Err(input_err(transcript::ParseError::new(
+                "",
+                format!(
+                    "{}; --strict makes reading warnings errors",
+                    w.split("; ").next().unwrap_or(w)
+                ),
+            ))
+            .into());
+        }
+    }
     let pairs = t.pairs().map_err(input_err)?;
     let pins = pin::select(&t, &pairs, s.preserve_recent);
     let parse_ms = ms(tp);

@@ -3,6 +3,7 @@
 mod compact;
 mod errors;
 mod explain;
+mod formats;
 mod io;
 mod judge;
 mod mcp;
