@@ -5,6 +5,7 @@ mod errors;
 mod explain;
 mod io;
 mod judge;
+mod laya;
 mod mcp;
 mod mock_jev;
 mod report;
