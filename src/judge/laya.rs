@@ -447,8 +447,10 @@ impl Outline {
         o
     }
 
-    /// Lines of the later calls related to `call`, in order, and how many there are in all.
-    fn later(&self, call: BlockRef) -> (Vec<&str>, usize) {
+    /// Lines of the later calls related to `call`, in order, each with how many calls it
+    /// stands for (repeated lines are listed once, `… (N times)`), and how many calls there
+    /// are in all.
+    fn later(&self, call: BlockRef) -> (Vec<(String, usize)>, usize) {
         let Some(&i) = self.position.get(&call) else {
             return (Vec::new(), 0);
         };
@@ -463,11 +465,27 @@ impl Outline {
         hits.sort_unstable();
         hits.dedup();
         let total = hits.len();
-        hits.truncate(LATER_MAX);
-        (
-            hits.iter().map(|&j| self.lines[j].as_str()).collect(),
-            total,
-        )
+        let mut groups: Vec<(&str, usize)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        for &j in &hits {
+            let line = self.lines[j].as_str();
+            match at.get(line) {
+                Some(&g) => groups[g].1 += 1,
+                None => {
+                    at.insert(line, groups.len());
+                    groups.push((line, 1));
+                }
+            }
+        }
+        groups.truncate(LATER_MAX);
+        let lines = groups
+            .into_iter()
+            .map(|(line, n)| match n {
+                1 => (line.to_string(), 1),
+                n => (format!("{line} ({n} times)"), n),
+            })
+            .collect();
+        (lines, total)
     }
 }
 
@@ -499,9 +517,10 @@ pub struct Pieces<'a> {
     pub goal: &'a str,
     pub call: &'a str,
     pub result: &'a str,
-    /// Related later calls, in order (at most [`LATER_MAX`] of them)…
-    pub later: &'a [&'a str],
-    /// …out of this many.
+    /// Lines of related later calls, in order (at most [`LATER_MAX`] of them), each with the
+    /// number of calls it stands for…
+    pub later: &'a [(String, usize)],
+    /// …out of this many calls.
     pub later_total: usize,
 }
 
@@ -510,7 +529,10 @@ impl Pieces<'_> {
     /// first `n` later calls.
     fn render(&self, goal: usize, call: usize, n: usize) -> String {
         let n = n.min(self.later.len());
-        let later: Vec<String> = self.later[..n].iter().map(|l| quote(l, false)).collect();
+        let later: Vec<String> = self.later[..n]
+            .iter()
+            .map(|(l, _)| quote(l, false))
+            .collect();
         let mut s = format!(
             "{{\"goal\": {}, \"call\": {}, \"result\": {}, \"later_calls\": [{}]",
             quote(&head(self.goal, goal), false),
@@ -518,7 +540,11 @@ impl Pieces<'_> {
             quote(self.result, false),
             later.join(", ")
         );
-        let hidden = self.later_total - n;
+        let hidden = self.later_total
+            - self.later[..n]
+                .iter()
+                .map(|(_, calls)| calls)
+                .sum::<usize>();
         if hidden > 0 {
             s.push_str(&format!(", \"later_calls_not_shown\": {hidden}"));
         }
@@ -558,7 +584,8 @@ pub fn fit_call_state(p: &Pieces, budget: usize, counter: Counter) -> Option<Cal
         return Some(CallState {
             json: full,
             tokens,
-            cut: p.later_total > all || p.call.chars().count() > CALL_CHARS,
+            cut: p.later_total > p.later.iter().map(|(_, n)| n).sum::<usize>()
+                || p.call.chars().count() > CALL_CHARS,
         });
     }
     // The call line: whole if it leaves a third of the budget, else cut to leave it.
@@ -1060,20 +1087,24 @@ mod tests {
         assert!(!same_path("src/a.pyc", "a.py"));
     }
 
-    fn pieces<'a>(goal: &'a str, call: &'a str, later: &'a [&'a str]) -> Pieces<'a> {
+    fn pieces<'a>(goal: &'a str, call: &'a str, later: &'a [(String, usize)]) -> Pieces<'a> {
         Pieces {
             goal,
             call,
             result: "ok, 4213 chars",
             later,
-            later_total: later.len(),
+            later_total: later.iter().map(|(_, n)| n).sum(),
         }
+    }
+
+    fn ones(lines: &[&str]) -> Vec<(String, usize)> {
+        lines.iter().map(|l| (l.to_string(), 1)).collect()
     }
 
     #[test]
     fn a_small_state_is_sent_whole() {
         let c = Counter::o200k();
-        let later = ["Edit file_path=a.py -> ok 40ch"];
+        let later = ones(&["Edit file_path=a.py -> ok 40ch"]);
         let p = pieces("fix the parser", "Read file_path=a.py -> ok 4213ch", &later);
         let st = fit_call_state(&p, 664, c).unwrap();
         assert!(!st.cut);
@@ -1093,7 +1124,7 @@ mod tests {
         let later_lines: Vec<String> = (0..40)
             .map(|i| format!("Edit file_path=src/a.py, old_string=line {i} of the file -> ok 51ch"))
             .collect();
-        let later: Vec<&str> = later_lines.iter().map(String::as_str).collect();
+        let later: Vec<(String, usize)> = later_lines.into_iter().map(|l| (l, 1)).collect();
         for ctx in [256, 512, 1024, 4096] {
             let budget = state_budget(ctx);
             let st = fit_call_state(&pieces(&goal, &call_line, &later), budget, c).unwrap();

@@ -338,6 +338,16 @@ fn the_outline_names_later_calls_on_the_same_file_or_command() {
             json!({"command": "pytest  -q tests/test_a.py"}),
         ),
         c(
+            "toolu_rerun_1",
+            "Bash",
+            json!({"command": "pytest -q tests/test_a.py"}),
+        ),
+        c(
+            "toolu_rerun_2",
+            "Bash",
+            json!({"command": "pytest -q tests/test_a.py"}),
+        ),
+        c(
             "toolu_patch",
             "apply_patch",
             json!({"input": "*** Begin Patch\n*** Update File: src/b.py\n@@\n-1\n+2\n*** End Patch"}),
@@ -360,9 +370,13 @@ fn the_outline_names_later_calls_on_the_same_file_or_command() {
             "Bash command=sed -n '1,5p' ./src/a.py -> ok 840ch"
         ])
     );
+    // Repeated lines are listed once, with their count.
     assert_eq!(
         state("toolu_test")["later_calls"],
-        json!(["Bash command=pytest  -q tests/test_a.py -> ok 990ch"])
+        json!([
+            "Bash command=pytest  -q tests/test_a.py -> ok 990ch",
+            "Bash command=pytest -q tests/test_a.py -> ok 900ch (2 times)"
+        ])
     );
     assert_eq!(
         state("toolu_read_b")["later_calls"],
