@@ -449,7 +449,12 @@ fn laya_config(
         .network_disabled
         .then_some(JevUnavailable::NetworkDisabled.describe());
     if wanted && blocked.is_none() {
-        check_url(&endpoint, source, DEFAULT_LAYA_ENDPOINT, "the request")?;
+        check_url(
+            &endpoint,
+            source,
+            DEFAULT_LAYA_ENDPOINT,
+            "the judged tool calls",
+        )?;
     }
     let model = given(env.laya_model.as_deref()).unwrap_or_else(|| DEFAULT_LAYA_MODEL.to_string());
     Ok(LayaConfig {
@@ -470,7 +475,9 @@ fn laya_config(
             2_000,
         )?,
         connect_timeout: Duration::from_secs(5),
-        max_attempts: 3,
+        // One retry: a local server that failed twice (or timed out twice, at two minutes
+        // each) will not do better on a third try.
+        max_attempts: 2,
         retry_base: env_ms("LCC_RETRY_BASE_MS", env.retry_base_ms.as_ref(), 500)?,
         retry_cap: Duration::from_secs(8),
         retry_after_cap: Duration::from_secs(30),

@@ -43,7 +43,9 @@
 //! lists it in `usage.truncated_questions`): laya then read only the head of the state.
 //!
 //! Report: `requests` counts the requests sent, `calls` the responses that carried answers,
-//! `state_tokens` is the largest state sent, `state_fit_stage` is `per-call`.
+//! `state_tokens` is the largest state sent, `state_fit_stage` is `per-call`,
+//! `jev_model_resolved` is the `model` laya answered with, `input_tokens_sent` sums
+//! `usage.input_tokens` (our own count when a response has none).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -187,6 +189,8 @@ pub fn probe(cfg: &LayaConfig) -> Result<(), String> {
                 let e = e.without_url();
                 let what = if e.is_timeout() {
                     format!("timed out after {} ms", cfg.health_timeout.as_millis())
+                } else if e.is_connect() {
+                    format!("connection failed: {}", root_cause(&e))
                 } else {
                     redact.clean(&client::chain(&e))
                 };
@@ -194,6 +198,16 @@ pub fn probe(cfg: &LayaConfig) -> Result<(), String> {
             }
         }
     })
+}
+
+/// The innermost cause of an error (for a refused connection: `Connection refused (os error
+/// 111)`).
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
 }
 
 /// reqwest to the laya endpoint, no redirects, `Authorization` only when `LAYA_API_KEY` is set.
