@@ -48,8 +48,10 @@ pub struct CompactArgs {
 
     /// Who decides: `auto`, `jev`, `laya` or `rules`.
     ///
-    /// `rules` is offline and deterministic (see --rules-mode). `auto` uses Jev when a key is
-    /// found and the network is allowed, otherwise the rules policy, and says so in the report.
+    /// `rules` is offline and deterministic (see --rules-mode). `laya` asks a local laya server
+    /// (see --laya-endpoint). `auto` uses Jev when a key is found and the network is allowed,
+    /// otherwise laya when its server answers `/health`, otherwise the rules policy, and says
+    /// so in the report.
     #[arg(long, default_value = "auto")]
     pub provider: String,
 
@@ -99,6 +101,16 @@ pub struct CompactArgs {
     /// Jev model name sent to the System One API.
     #[arg(long = "jev-model", default_value = "jev-latest")]
     pub jev_model: String,
+
+    /// System One URL of a local laya server (default: $LAYA_ENDPOINT, else
+    /// http://127.0.0.1:8000/v1/systemone). http:// is allowed only for loopback hosts.
+    #[arg(long = "laya-endpoint")]
+    pub laya_endpoint: Option<String>,
+
+    /// Context of the laya model, in tokens (512 for laya's English checkpoint, 1024 for the
+    /// multilingual one; 256-8192). Each call's state is cut to fit it.
+    #[arg(long = "laya-context-tokens", default_value_t = 1024)]
+    pub laya_context_tokens: i64,
 
     /// Write the compacted transcript here (default: stdout). May be the input file: it is
     /// replaced atomically.

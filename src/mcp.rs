@@ -331,6 +331,18 @@ o200k_base; gpt-4, gpt-3.5: cl100k_base; others: o200k_base, marked approximate)
         flag: "--jev-model",
         description: "Jev model name sent to the System One API.",
     },
+    Opt {
+        name: "laya_endpoint",
+        kind: Kind::Str(&[]),
+        flag: "--laya-endpoint",
+        description: "System One URL of a local laya server (provider `laya`, or `auto` without a Jev key); http:// only for loopback hosts. Default: LAYA_ENDPOINT, else http://127.0.0.1:8000/v1/systemone.",
+    },
+    Opt {
+        name: "laya_context_tokens",
+        kind: Kind::Integer,
+        flag: "--laya-context-tokens",
+        description: "Context of the laya model in tokens (512 for its English checkpoint, 1024 for the multilingual one; 256 to 8192): each call's state is cut to fit it.",
+    },
 ];
 
 const MESSAGES_DESCRIPTION: &str = "The transcript to compact, in any format `lcc compact` \

@@ -6,12 +6,17 @@
 //! # Environment
 //! | variable | effect |
 //! |---|---|
-//! | `LCC_DISABLE_NETWORK=1` | no network judge at all (Jev is not asked; `auto` runs the rules) |
+//! | `LCC_DISABLE_NETWORK=1` | no network judge at all (neither Jev nor laya is asked; `auto` runs the rules) |
 //! | `TYPESAFE_API_KEY` | the Jev key (whitespace-stripped) |
 //! | `LCC_TYPESAFE_KEY_FILE` | file holding the key when `TYPESAFE_API_KEY` is unset (default `~/.config/lcc/typesafe.key`) |
 //! | `TYPESAFE_ENDPOINT` | full System One URL (default `https://api.typesafe.ai/v1/systemone`); `http://` only for loopback hosts |
 //! | `LCC_RETRY_BASE_MS` | hidden, for tests and benches: first retry back-off in ms (default 500, doubling, capped at 8 s) |
 //! | `LCC_JEV_TIMEOUT_MS` | hidden, for tests: per-attempt request timeout in ms (default 30 000) |
+//! | `LAYA_ENDPOINT` | the laya server's System One URL when `--laya-endpoint` is not given (default `http://127.0.0.1:8000/v1/systemone`); `http://` only for loopback hosts |
+//! | `LAYA_API_KEY` | sent as `Authorization: Bearer …` to the laya server, when set (a server started with the same variable requires it) |
+//! | `LAYA_MODEL` | the `model` sent to the laya server (default `multilingual`) |
+//! | `LCC_LAYA_TIMEOUT_MS` | hidden, for tests: per-attempt laya request timeout in ms (default 120 000) |
+//! | `LCC_LAYA_HEALTH_TIMEOUT_MS` | hidden, for tests: timeout of the laya `/health` probe in ms (default 2 000) |
 //!
 //! The key is held in an [`ApiKey`], whose `Debug` never shows it.
 
@@ -70,6 +75,16 @@ pub struct Env {
     pub retry_base_ms: Option<String>,
     /// `LCC_JEV_TIMEOUT_MS`.
     pub timeout_ms: Option<String>,
+    /// `LAYA_ENDPOINT`.
+    pub laya_endpoint: Option<String>,
+    /// `LAYA_API_KEY`.
+    pub laya_api_key: Option<ApiKey>,
+    /// `LAYA_MODEL`.
+    pub laya_model: Option<String>,
+    /// `LCC_LAYA_TIMEOUT_MS`.
+    pub laya_timeout_ms: Option<String>,
+    /// `LCC_LAYA_HEALTH_TIMEOUT_MS`.
+    pub laya_health_timeout_ms: Option<String>,
 }
 
 impl Env {
@@ -83,6 +98,11 @@ impl Env {
             endpoint: var("TYPESAFE_ENDPOINT"),
             retry_base_ms: var("LCC_RETRY_BASE_MS"),
             timeout_ms: var("LCC_JEV_TIMEOUT_MS"),
+            laya_endpoint: var("LAYA_ENDPOINT"),
+            laya_api_key: var("LAYA_API_KEY").map(ApiKey),
+            laya_model: var("LAYA_MODEL"),
+            laya_timeout_ms: var("LCC_LAYA_TIMEOUT_MS"),
+            laya_health_timeout_ms: var("LCC_LAYA_HEALTH_TIMEOUT_MS"),
         }
     }
 }
@@ -152,6 +172,36 @@ impl JevConfig {
     }
 }
 
+/// The default laya endpoint (`laya-serve` on its default port).
+pub const DEFAULT_LAYA_ENDPOINT: &str = "http://127.0.0.1:8000/v1/systemone";
+/// The default `model` sent to laya: the 1 024-token multilingual checkpoint, which matches
+/// the default `--laya-context-tokens`.
+pub const DEFAULT_LAYA_MODEL: &str = "multilingual";
+
+/// How to reach a local laya server.
+#[derive(Debug, Clone)]
+pub struct LayaConfig {
+    /// Full URL of its System One endpoint (validated when laya may run).
+    pub endpoint: String,
+    /// `GET` this to see whether the server is up (`…/v1/systemone` → `…/health`).
+    pub health_url: String,
+    /// Why laya may not be asked at all (the network is disabled).
+    pub blocked: Option<&'static str>,
+    pub api_key: Option<ApiKey>,
+    pub model: String,
+    /// The model's context in tokens (`--laya-context-tokens`).
+    pub context_tokens: usize,
+    /// Per-attempt timeout of a judging request (laya is slow on a CPU).
+    pub timeout: Duration,
+    /// Timeout of the `/health` probe (connect included).
+    pub health_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub max_attempts: u32,
+    pub retry_base: Duration,
+    pub retry_cap: Duration,
+    pub retry_after_cap: Duration,
+}
+
 /// Everything `compact` needs, validated.
 #[derive(Debug, Clone)]
 pub struct CompactSettings {
@@ -167,6 +217,7 @@ pub struct CompactSettings {
     pub counter: Counter,
     pub jev_model: String,
     pub jev: JevConfig,
+    pub laya: LayaConfig,
     pub output: Option<PathBuf>,
     pub report: Option<PathBuf>,
     pub dry_run: bool,
@@ -245,12 +296,6 @@ impl CompactSettings {
                 rules_mode.name()
             )));
         }
-        if provider == ProviderChoice::Laya {
-            return Err(usage(format!(
-                "--provider {} is not yet supported by this version; use --provider rules (or auto)",
-                provider.name()
-            )));
-        }
         if !(0.0..=1.0).contains(&a.threshold) {
             return Err(usage(format!(
                 "--threshold must be between 0 and 1 (got {})",
@@ -299,6 +344,22 @@ impl CompactSettings {
             &a.jev_model,
             matches!(provider, ProviderChoice::Jev | ProviderChoice::Auto),
         )?;
+        let laya_context_tokens =
+            int_at_least("--laya-context-tokens", a.laya_context_tokens, 256)?;
+        if laya_context_tokens > 8192 {
+            return Err(usage(format!(
+                "--laya-context-tokens must be between 256 and 8192 (got {laya_context_tokens})"
+            )));
+        }
+        // laya runs for `--provider laya`, and for `auto` when Jev cannot.
+        let laya_wanted = provider == ProviderChoice::Laya
+            || (provider == ProviderChoice::Auto && jev.key.is_err());
+        let laya = laya_config(
+            &env,
+            a.laya_endpoint.as_deref(),
+            laya_context_tokens,
+            laya_wanted,
+        )?;
         Ok(CompactSettings {
             input: a.input.clone(),
             question: a.question.clone(),
@@ -319,6 +380,7 @@ impl CompactSettings {
             counter: Counter::for_model(&a.model),
             jev_model: a.jev_model.clone(),
             jev,
+            laya,
             output: a.output.clone(),
             report: a.report.clone(),
             dry_run: a.dry_run,
@@ -378,6 +440,82 @@ fn jev_config(env: &Env, model: &str, wanted: bool) -> Result<JevConfig, Error> 
     })
 }
 
+/// The laya endpoint (flag, else `LAYA_ENDPOINT`, else the default), checked when laya may
+/// run and the network is allowed, and the rest of its settings.
+fn laya_config(
+    env: &Env,
+    flag: Option<&str>,
+    context_tokens: usize,
+    wanted: bool,
+) -> Result<LayaConfig, Error> {
+    let given = |v: Option<&str>| {
+        v.map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+    };
+    let (endpoint, source) = match (given(flag), given(env.laya_endpoint.as_deref())) {
+        (Some(e), _) => (e, "--laya-endpoint"),
+        (None, Some(e)) => (e, "LAYA_ENDPOINT"),
+        (None, None) => (
+            DEFAULT_LAYA_ENDPOINT.to_string(),
+            "the default laya endpoint",
+        ),
+    };
+    let blocked = env
+        .network_disabled
+        .then_some(JevUnavailable::NetworkDisabled.describe());
+    if wanted && blocked.is_none() {
+        check_url(
+            &endpoint,
+            source,
+            DEFAULT_LAYA_ENDPOINT,
+            "the judged tool calls",
+        )?;
+    }
+    let model = given(env.laya_model.as_deref()).unwrap_or_else(|| DEFAULT_LAYA_MODEL.to_string());
+    Ok(LayaConfig {
+        health_url: health_url(&endpoint),
+        endpoint,
+        blocked,
+        api_key: env
+            .laya_api_key
+            .as_ref()
+            .map(|k| ApiKey(k.expose().trim().to_string()))
+            .filter(|k| !k.expose().is_empty()),
+        model,
+        context_tokens,
+        timeout: env_ms("LCC_LAYA_TIMEOUT_MS", env.laya_timeout_ms.as_ref(), 120_000)?,
+        health_timeout: env_ms(
+            "LCC_LAYA_HEALTH_TIMEOUT_MS",
+            env.laya_health_timeout_ms.as_ref(),
+            2_000,
+        )?,
+        connect_timeout: Duration::from_secs(5),
+        // One retry: a local server that failed twice (or timed out twice, at two minutes
+        // each) will not do better on a third try.
+        max_attempts: 2,
+        retry_base: env_ms("LCC_RETRY_BASE_MS", env.retry_base_ms.as_ref(), 500)?,
+        retry_cap: Duration::from_secs(8),
+        retry_after_cap: Duration::from_secs(30),
+    })
+}
+
+/// `GET` target of the health probe: the endpoint with its `/v1/systemone` suffix (or its
+/// whole path, when it has no such suffix) replaced by `/health`; query and fragment dropped.
+/// Empty when the endpoint is not a URL (then it is never probed: it was refused, or laya
+/// cannot run).
+pub fn health_url(endpoint: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(endpoint) else {
+        return String::new();
+    };
+    let path = url.path().trim_end_matches('/');
+    let prefix = path.strip_suffix("/v1/systemone").unwrap_or("").to_string();
+    url.set_path(&format!("{prefix}/health"));
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}
+
 fn resolve_key(env: &Env) -> Result<Option<ApiKey>, Error> {
     if let Some(k) = &env.api_key {
         let k = k.expose().trim();
@@ -399,9 +537,20 @@ fn resolve_key(env: &Env) -> Result<Option<ApiKey>, Error> {
 /// `https://` anywhere; `http://` only on a loopback host (the key must never cross a
 /// network in clear text).
 fn check_endpoint(endpoint: &str) -> Result<(), Error> {
+    check_url(
+        endpoint,
+        "TYPESAFE_ENDPOINT",
+        DEFAULT_JEV_ENDPOINT,
+        "the API key",
+    )
+}
+
+/// An endpoint named by `source` (a flag or variable): `https://` anywhere, `http://` only
+/// on a loopback host, since `what` would otherwise cross a network unencrypted.
+fn check_url(endpoint: &str, source: &str, example: &str, what: &str) -> Result<(), Error> {
     let url = reqwest::Url::parse(endpoint).map_err(|e| {
         usage(format!(
-            "TYPESAFE_ENDPOINT is not a valid URL ({e}); expected e.g. {DEFAULT_JEV_ENDPOINT}"
+            "{source} is not a valid URL ({e}); expected e.g. {example}"
         ))
     })?;
     let host = url.host_str().unwrap_or_default().to_string();
@@ -409,10 +558,10 @@ fn check_endpoint(endpoint: &str) -> Result<(), Error> {
         "https" if !host.is_empty() => Ok(()),
         "http" if is_loopback(&host) => Ok(()),
         "http" => Err(usage(format!(
-            "TYPESAFE_ENDPOINT uses http:// on '{host}', which would send the API key unencrypted; use https:// (http:// is allowed only for loopback hosts: localhost, 127.0.0.1, ::1)"
+            "{source} uses http:// on '{host}', which would send {what} unencrypted; use https:// (http:// is allowed only for loopback hosts: localhost, 127.0.0.1, ::1)"
         ))),
         other => Err(usage(format!(
-            "TYPESAFE_ENDPOINT must be an https:// URL (got a {other}:// URL)"
+            "{source} must be an https:// URL, or http:// on a loopback host (got a {other}:// URL)"
         ))),
     }
 }
@@ -440,6 +589,23 @@ mod tests {
         assert!(check_endpoint("http://localhost.example.com/x").is_err());
         assert!(check_endpoint("ftp://127.0.0.1/x").is_err());
         assert!(check_endpoint("not a url").is_err());
+    }
+
+    #[test]
+    fn laya_health_urls() {
+        assert_eq!(
+            health_url("http://127.0.0.1:8000/v1/systemone"),
+            "http://127.0.0.1:8000/health"
+        );
+        assert_eq!(
+            health_url("http://localhost:9/laya/v1/systemone/"),
+            "http://localhost:9/laya/health"
+        );
+        assert_eq!(
+            health_url("https://judge.example/decide?x=1#f"),
+            "https://judge.example/health"
+        );
+        assert_eq!(health_url("not a url"), "");
     }
 
     #[test]

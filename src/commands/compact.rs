@@ -228,15 +228,29 @@ fn assess(
     let mode = match s.provider {
         ProviderChoice::Rules => s.rules_mode,
         ProviderChoice::Jev => return crate::judge::assess(s, t, pairs, pins),
+        ProviderChoice::Laya => return crate::judge::laya::assess(s, t, pairs, pins, false),
+        // Jev when a key is found and the network is allowed; else laya when its server
+        // answers; else the rules. Each skipped provider gets a warning saying why.
         ProviderChoice::Auto => match &s.jev.key {
             Ok(_) => return crate::judge::assess(s, t, pairs, pins),
-            Err(why) => {
-                warnings.push(crate::judge::auto_fallback_reason(*why));
-                RulesMode::Lossless
-            }
+            Err(why) => match crate::judge::laya::probe(&s.laya) {
+                Ok(()) => {
+                    let mut a = crate::judge::laya::assess(s, t, pairs, pins, true)?;
+                    let skipped = crate::judge::laya::auto_warning("Jev", why.describe(), "laya");
+                    a.warnings.insert(0, skipped);
+                    return Ok(a);
+                }
+                Err(cause) => {
+                    warnings.push(crate::judge::auto_fallback_reason(*why));
+                    warnings.push(crate::judge::laya::auto_warning(
+                        "laya",
+                        &cause,
+                        "rules (lossless)",
+                    ));
+                    RulesMode::Lossless
+                }
+            },
         },
-        // Refused in settings until the laya provider lands.
-        ProviderChoice::Laya => RulesMode::Lossless,
     };
     let mut a = if pins.candidates.is_empty() {
         let mut a = Assessment::rules(mode, Vec::new());

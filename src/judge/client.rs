@@ -90,7 +90,7 @@ impl HttpTransport {
 }
 
 /// An error and its causes, `: `-joined (reqwest's top-level message alone says little).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -136,7 +136,7 @@ impl Transport for HttpTransport {
     }
 }
 
-fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
     if let Some(ms) = h
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())

@@ -26,6 +26,7 @@
 pub mod batch;
 pub mod client;
 pub mod fit;
+pub mod laya;
 pub mod state;
 
 use std::sync::Arc;
@@ -66,7 +67,7 @@ fn base(decisions: Vec<Decision>) -> Assessment {
     }
 }
 
-fn unjudged(p: &Pair) -> Decision {
+pub(super) fn unjudged(p: &Pair) -> Decision {
     Decision {
         call: p.call,
         result: Some(p.result),
@@ -283,7 +284,7 @@ pub fn auto_fallback_reason(why: JevUnavailable) -> String {
     )
 }
 
-fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
+pub(super) fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
     if quiet || !crate::io::stderr_is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
@@ -299,13 +300,13 @@ fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
 }
 
 #[derive(Debug)]
-struct Response {
-    model: Option<String>,
-    answers: serde_json::Map<String, Value>,
-    input_tokens: Option<usize>,
+pub(super) struct Response {
+    pub(super) model: Option<String>,
+    pub(super) answers: serde_json::Map<String, Value>,
+    pub(super) input_tokens: Option<usize>,
 }
 
-fn parse_response(body: &[u8]) -> Result<Response, String> {
+pub(super) fn parse_response(body: &[u8]) -> Result<Response, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         if body.iter().all(u8::is_ascii_whitespace) {
             "the response body is empty".to_string()
@@ -340,6 +341,16 @@ fn parse_response(body: &[u8]) -> Result<Response, String> {
 
 /// A valid `noul` probability, or `None` with a warning.
 fn check(answer: Option<&Value>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
+    check_noul(JUDGE, answer, qid, warnings)
+}
+
+/// [`check`] for any judge: its warnings start with `{judge}_`.
+pub(super) fn check_noul(
+    judge: &str,
+    answer: Option<&Value>,
+    qid: &str,
+    warnings: &mut Vec<String>,
+) -> Option<f64> {
     let p = answer
         .and_then(Value::as_object)
         .filter(|o| o.get("type").is_none_or(|t| t == "noul"))
@@ -348,11 +359,11 @@ fn check(answer: Option<&Value>, qid: &str, warnings: &mut Vec<String>) -> Optio
         .and_then(Value::as_f64);
     match p {
         None => {
-            warnings.push(format!("jev_missing_answer:{qid}"));
+            warnings.push(format!("{judge}_missing_answer:{qid}"));
             None
         }
         Some(p) if !(0.0..=1.0).contains(&p) => {
-            warnings.push(format!("jev_out_of_range_answer:{qid}"));
+            warnings.push(format!("{judge}_out_of_range_answer:{qid}"));
             None
         }
         Some(p) => Some(p),

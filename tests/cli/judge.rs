@@ -20,7 +20,9 @@ fn jev(mock: &Mock) -> Command {
     c.env_remove("LCC_DISABLE_NETWORK")
         .env("TYPESAFE_API_KEY", KEY)
         .env("TYPESAFE_ENDPOINT", &mock.url)
-        .env("LCC_RETRY_BASE_MS", "5");
+        .env("LCC_RETRY_BASE_MS", "5")
+        // `auto` without a key probes laya: never a real server on the default port.
+        .env("LAYA_ENDPOINT", "http://127.0.0.1:1/v1/systemone");
     c
 }
 

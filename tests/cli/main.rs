@@ -6,6 +6,7 @@ mod explain;
 mod formats;
 mod io;
 mod judge;
+mod laya;
 mod mcp;
 mod mock_jev;
 mod report;

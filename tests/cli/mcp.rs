@@ -288,6 +288,8 @@ fn initialize_and_list_tools() {
         "max_request_tokens",
         "batch_size",
         "max_workers",
+        "laya_endpoint",
+        "laya_context_tokens",
     ] {
         assert!(keys.contains(&k), "compact_transcript lacks {k}: {keys:?}");
     }
@@ -298,6 +300,8 @@ fn initialize_and_list_tools() {
     assert_eq!(props["provider"]["default"], "auto");
     assert_eq!(props["provider"]["type"], "string");
     assert_eq!(props["max_workers"]["type"], "integer");
+    assert_eq!(props["laya_context_tokens"]["default"], 1024);
+    assert_eq!(props["laya_endpoint"].get("default"), None);
     assert_eq!(props["disk_check"]["type"], "boolean");
     let explain = tools[1]["inputSchema"]["properties"].as_object().unwrap();
     assert!(explain.contains_key("report"));

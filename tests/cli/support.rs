@@ -11,6 +11,10 @@ pub fn lcc() -> Command {
     c.env_remove("TYPESAFE_API_KEY")
         .env_remove("TYPESAFE_ENDPOINT")
         .env_remove("LAYA_ENDPOINT")
+        .env_remove("LAYA_API_KEY")
+        .env_remove("LAYA_MODEL")
+        .env_remove("LCC_LAYA_TIMEOUT_MS")
+        .env_remove("LCC_LAYA_HEALTH_TIMEOUT_MS")
         .env("LCC_TYPESAFE_KEY_FILE", "/nonexistent/lcc-test-key")
         .env("LCC_DISABLE_NETWORK", "1");
     c
