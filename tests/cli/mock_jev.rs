@@ -270,6 +270,9 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn serve(stream: TcpStream, inner: &Inner) {
+    // Headers and body go out in two writes: without this, Nagle's algorithm holds the body
+    // back until the client's delayed ACK (tens of ms per request).
+    let _ = stream.set_nodelay(true);
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
