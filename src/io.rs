@@ -118,3 +118,102 @@ pub fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
+
+/// The real file system for the recoverable disk check.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiskProbe;
+
+impl crate::rules::FileProbe for DiskProbe {
+    fn real_path(&self, path: &Path) -> std::io::Result<PathBuf> {
+        fs::canonicalize(path)
+    }
+
+    fn read_regular(&self, path: &Path, max: u64) -> std::io::Result<crate::rules::disk::Opened> {
+        use crate::rules::disk::Opened;
+        let meta = fs::metadata(path)?;
+        if !meta.is_file() {
+            return Ok(Opened::NotRegular);
+        }
+        if meta.len() > max {
+            return Ok(Opened::TooLarge);
+        }
+        let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        fs::File::open(path)?.take(max + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > max {
+            return Ok(Opened::TooLarge);
+        }
+        Ok(Opened::Regular(buf))
+    }
+}
+
+/// Is `path` an existing directory?
+pub fn is_dir(path: &Path) -> bool {
+    path.is_dir()
+}
+
+fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Io { what, source }
+}
+
+/// Store `bytes` in the stash directory under `name` (their SHA-256 in hex), atomically:
+/// a temporary file in the same directory, synced, renamed into place. The directory is
+/// created private (0700) and the file is private (0600). A file already there that holds
+/// the right bytes is left alone.
+pub fn stash_put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
+    use sha2::{Digest, Sha256};
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let target = dir.join(name);
+    if let Ok(existing) = fs::read(&target) {
+        if hex(&Sha256::digest(&existing)) == name {
+            return Ok(());
+        }
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(stash_err(format!(
+        "could not create the stash directory {}",
+        dir.display()
+    )))?;
+    let tmp = dir.join(format!(".tmp-{name}-{}", std::process::id()));
+    let result = (|| {
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts.open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, &target)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(stash_err(format!("could not write {}", target.display())))
+}
+
+/// The stash files whose names start with `prefix` (sorted). A missing directory holds none.
+pub fn stash_find(dir: &Path, prefix: &str) -> Result<Vec<String>, Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(stash_err(format!("could not list {}", dir.display()))(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if let Some(name) = entry.file_name().to_str() {
+            if name.starts_with(prefix) && crate::rules::stash::is_file_name(name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -35,6 +35,8 @@ pub struct Assessment {
     pub judge_latency_ms: u64,
     /// Verification findings (rules lossless/recoverable), reported as `lossless_violations`.
     pub violations: Vec<String>,
+    /// What a rules pass leaves for the command layer: disk stamps, stash entries.
+    pub rules_extra: rules::Extras,
 }
 
 impl Assessment {
@@ -57,6 +59,7 @@ impl Assessment {
             input_tokens_sent: 0,
             judge_latency_ms: 0,
             violations: Vec::new(),
+            rules_extra: rules::Extras::default(),
         }
     }
 }
@@ -75,7 +78,13 @@ pub fn run(s: &CompactSettings) -> Result<()> {
     let t0 = Instant::now();
     let src = io::read_input(&s.input)?;
     let read_ms = ms(t0);
-    let mut outcome = compact_text(s, &src)?;
+    let mut pass = prepare(s, &src)?;
+    let mut outcome = finish(s, &src, &mut pass);
+    // Side effects of the rules pass, right before the transcript is written: stash the
+    // removed bytes, re-hash the files disk-verified pointers name.
+    if settle(s, &mut pass) {
+        outcome = finish(s, &src, &mut pass);
+    }
     outcome.report.timing.read_ms = read_ms;
 
     let tw = Instant::now();
@@ -96,8 +105,23 @@ pub fn run(s: &CompactSettings) -> Result<()> {
     Ok(())
 }
 
-/// The whole pass over an in-memory transcript (no file I/O).
+/// A parsed, pinned and decided transcript.
+pub struct Pass {
+    t: Transcript,
+    pins: Pins,
+    assessment: Assessment,
+    parse_ms: u64,
+    decide_ms: u64,
+}
+
+/// The whole pass over an in-memory transcript (no file I/O besides the disk check).
 pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
+    let mut pass = prepare(s, src)?;
+    Ok(finish(s, src, &mut pass))
+}
+
+/// Parse, pin and decide.
+pub fn prepare(s: &CompactSettings, src: &str) -> Result<Pass> {
     let file = io::display_name(&s.input);
     let input_err = |error| Error::Input {
         file: file.clone(),
@@ -110,48 +134,59 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     let parse_ms = ms(tp);
 
     let td = Instant::now();
-    let mut assessment = assess(s, &t, &pins);
+    let assessment = assess(s, &t, &pins);
     let decide_ms = ms(td);
+    Ok(Pass {
+        t,
+        pins,
+        assessment,
+        parse_ms,
+        decide_ms,
+    })
+}
 
+/// Rebuild, verify (keeping everything on a violation), count and report.
+pub fn finish(s: &CompactSettings, src: &str, pass: &mut Pass) -> Outcome {
+    let Pass {
+        t,
+        pins,
+        assessment,
+        parse_ms,
+        decide_ms,
+    } = pass;
     let tr = Instant::now();
-    let mut rebuilt = rebuild::apply(&t, src, &assessment.decisions);
-    if assessment.rules_mode == Some(RulesMode::Lossless)
-        && assessment
+    let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
+    if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
+        if assessment
             .decisions
             .iter()
             .any(|d| d.action != Action::Keep)
-    {
-        let violations = match transcript::parse(&rebuilt.text, Some(t.format)) {
-            Ok(after) => rules::lossless::verify(&t, &after),
-            Err(e) => vec![format!("the rebuilt transcript does not parse: {e}")],
-        };
-        if !violations.is_empty() {
-            fail_safe_keep_all(&mut assessment, "lossless", violations);
-            rebuilt = rebuild::apply(&t, src, &assessment.decisions);
+        {
+            let violations = match transcript::parse(&rebuilt.text, Some(t.format)) {
+                Ok(after) => rules::verify(mode, t, &after, pins, &s.rules),
+                Err(e) => vec![format!("the rebuilt transcript does not parse: {e}")],
+            };
+            if !violations.is_empty() {
+                fail_safe_keep_all(assessment, mode.name(), violations);
+                rebuilt = rebuild::apply(t, src, &assessment.decisions);
+            }
         }
     }
     let rebuild_ms = ms(tr);
 
     let tc = Instant::now();
     let acc = report::account(
-        &t,
+        t,
         &assessment.decisions,
         &rebuilt.removed_messages,
         s.counter,
     );
     let count_ms = ms(tc);
 
-    let mut r = build_report(
-        s,
-        &t,
-        &pins,
-        &assessment,
-        &acc,
-        rebuilt.removed_messages.len(),
-    );
+    let mut r = build_report(s, t, pins, assessment, &acc, rebuilt.removed_messages.len());
     r.timing = Timing {
-        parse_ms,
-        decide_ms,
+        parse_ms: *parse_ms,
+        decide_ms: *decide_ms,
         rebuild_ms,
         count_ms,
         judge_latency_ms: assessment.judge_latency_ms,
@@ -160,10 +195,60 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     let mut warnings = t.warnings.clone();
     warnings.append(&mut r.warnings);
     r.warnings = warnings;
-    Ok(Outcome {
+    Outcome {
         output: rebuilt.text,
         report: r,
-    })
+    }
+}
+
+/// The rules pass's side effects, in order: write the stash (not on `--dry-run`), then
+/// re-hash every disk-verified file. A replacement whose stash write failed or whose file
+/// changed becomes a keep. Returns whether any decision changed.
+fn settle(s: &CompactSettings, pass: &mut Pass) -> bool {
+    let a = &mut pass.assessment;
+    let mut changed = false;
+    if !s.dry_run && !a.rules_extra.stash.is_empty() {
+        let dir = a.rules_extra.stash_dir.clone();
+        let mut failed: Option<String> = None;
+        let mut kept = Vec::new();
+        for (k, digest) in &a.rules_extra.stash {
+            let d = &a.decisions[*k];
+            let Some(r) = d.result else { continue };
+            let text = &pass.t.result(r).text;
+            let res = match &dir {
+                Some(dir) => io::stash_put(dir, digest, text.as_bytes()),
+                None => Err(Error::Usage("no stash directory".into())),
+            };
+            if let Err(e) = res {
+                failed.get_or_insert_with(|| e.to_string());
+                kept.push(*k);
+            }
+        }
+        if let Some(e) = failed {
+            for &k in &kept {
+                let d = &mut a.decisions[k];
+                d.action = Action::Keep;
+                d.reason = "stash_write_failed".into();
+            }
+            a.rules_extra.stash.retain(|(k, _)| !kept.contains(k));
+            a.warnings.push(format!(
+                "stash_write_failed: {} result(s) kept whole ({e})",
+                kept.len()
+            ));
+            changed = true;
+        }
+    }
+    let stale = rules::changed_since_check(&a.rules_extra, &io::DiskProbe);
+    if !stale.is_empty() {
+        for &k in &stale {
+            let d = &mut a.decisions[k];
+            d.action = Action::Keep;
+            d.reason = rules::disk::reason::CHANGED_BEFORE_EMIT.into();
+        }
+        a.rules_extra.disk.retain(|(k, _)| !stale.contains(k));
+        changed = true;
+    }
+    changed
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -177,6 +262,9 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
     a.warnings.push(format!(
         "{mode}_verification_failed: kept every tool call (fail-safe)"
     ));
+    // Nothing to stash and no pointer to re-check once everything is kept.
+    a.rules_extra.disk.clear();
+    a.rules_extra.stash.clear();
     // The violations themselves are listed in the report's `lossless_violations`.
     a.violations = violations;
 }
@@ -195,18 +283,24 @@ fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
         // Refused in settings until the judge lands.
         ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
     };
-    let mut a = if pins.candidates.is_empty() {
-        let mut a = Assessment::rules(mode, Vec::new());
+    let (decisions, extra) = rules::decide(
+        mode,
+        t,
+        pins,
+        &s.question,
+        &s.rules,
+        &io::DiskProbe,
+        s.counter,
+    );
+    let mut a = Assessment::rules(mode, decisions);
+    a.rules_extra = extra;
+    if pins.candidates.is_empty() {
         a.degradation_reason = Some("no_candidates".into());
         a.warnings
             .push("no_scorable_tool_calls: every call is pinned or has no result yet".into());
-        a
     } else {
-        let decisions = rules::lossless::decide(t, &pins.candidates);
-        let mut a = Assessment::rules(mode, decisions);
-        a.semantic_guarantee = "lossless";
-        a
-    };
+        a.semantic_guarantee = mode.guarantee();
+    }
     warnings.append(&mut a.warnings);
     a.warnings = warnings;
     a
@@ -304,7 +398,12 @@ fn build_report(
         provider_used: a.provider_used.clone(),
         rules_mode: a.rules_mode.map(RulesMode::name),
         lossless_violations: a.violations.clone(),
-        recoverability_check: None,
+        recoverability_check: a.rules_extra.recoverability_check,
+        stash_dir: a
+            .rules_extra
+            .stash_dir
+            .as_ref()
+            .map(|d| d.display().to_string()),
         degraded: a.degraded,
         degradation_reason: a.degradation_reason.clone(),
         semantic_guarantee: a.semantic_guarantee,
@@ -343,6 +442,7 @@ fn build_report(
         tool_calls_dropped: counts[2],
         tool_calls_deduped: counts[3],
         tool_calls_replaced: counts[4],
+        tool_calls_stashed: a.rules_extra.stash.len(),
         warnings: a.warnings.clone(),
         decisions,
         timing: Timing::default(),

@@ -16,7 +16,7 @@
 //! messages). Here every result is indexed by the hash of its comparable form and by the hashes
 //! of its lines; a result is only compared with later results that hold its rarest line.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::decide::{Action, Decision};
 use crate::transcript::{BlockRef, Pair, Transcript};
@@ -41,7 +41,7 @@ const HEADER_NAMES: [&str; 5] = [
 ];
 const VOLATILE: [&str; 3] = ["Chunk ID:", "Wall time:", "Original token count:"];
 
-fn is_header_line(line: &str) -> bool {
+pub(crate) fn is_header_line(line: &str) -> bool {
     HEADER_NAMES.iter().any(|name| {
         line.strip_prefix(name).is_some_and(|rest| {
             // `\b` after the name: the next char must not be a word character.
@@ -127,6 +127,16 @@ fn later(list: Option<&Vec<usize>>, i: usize) -> &[usize] {
 
 /// Decide every candidate. Returns one decision per candidate, in candidate order.
 pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
+    decide_excluding(t, candidates, &HashSet::new())
+}
+
+/// [`decide`], where the results in `unavailable` are being replaced by another policy: they
+/// are neither deduped here nor used as pointer targets.
+pub fn decide_excluding(
+    t: &Transcript,
+    candidates: &[Pair],
+    unavailable: &HashSet<BlockRef>,
+) -> Vec<Decision> {
     // Every result in transcript order.
     let mut all: Vec<BlockRef> = Vec::new();
     for (mi, m) in t.messages.iter().enumerate() {
@@ -159,9 +169,10 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
     let is_candidate: HashMap<usize, usize> = candidates
         .iter()
         .enumerate()
+        .filter(|(_, p)| !unavailable.contains(&p.result))
         .filter_map(|(ci, p)| position.get(&p.result).map(|&pos| (pos, ci)))
         .collect();
-    let mut kept = vec![true; all.len()];
+    let mut kept: Vec<bool> = all.iter().map(|r| !unavailable.contains(r)).collect();
     let mut outcome: Vec<Option<(String, String, &'static str)>> = vec![None; candidates.len()];
 
     for i in (0..all.len()).rev() {
@@ -261,6 +272,16 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
 /// and result ids/flags; every changed result holds a note whose claim is true against the
 /// first later unchanged result with the named id. Returns the violations (empty = pass).
 pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
+    verify_with(original, compacted, &|_, _| false)
+}
+
+/// [`verify`], where `allow(original_result, new_text)` may accept a changed result that is
+/// not a lossless note (the recoverable and stashed modes' own pointers).
+pub fn verify_with(
+    original: &Transcript,
+    compacted: &Transcript,
+    allow: &dyn Fn(&crate::transcript::ToolResult, &str) -> bool,
+) -> Vec<String> {
     let mut v = Vec::new();
     if original.messages.len() != compacted.messages.len() {
         v.push(format!(
@@ -315,7 +336,7 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
         .map(|(a, b)| a.text == b.text)
         .collect();
     for (i, (a, b)) in old.iter().zip(&new).enumerate() {
-        if unchanged[i] {
+        if unchanged[i] || allow(a, &b.text) {
             continue;
         }
         let ok = check_note(&b.text, a, &old, &unchanged, i);

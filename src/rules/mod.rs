@@ -1,10 +1,33 @@
 //! The offline rules provider: deterministic policies that need no model and no network.
 //!
-//! `lossless` (the default) only replaces a result by a pointer to a later result that holds
-//! the same bytes. The other modes (`recoverable`, `lossy`, `stashed`) are not built yet and
-//! are refused at the flag level.
+//! | mode | removes | `semantic_guarantee` |
+//! |---|---|---|
+//! | [`lossless`] (default) | an output a later kept output holds byte for byte (a pointer) | `lossless` |
+//! | [`recoverable`] | lossless, plus outputs a re-read of an unchanged file (or, opt-in, a re-run of a read-only command) gives back | `recoverable` |
+//! | [`lossy`] (experimental) | drops and trims by structural rules; may remove needed output | `none` |
+//! | [`stash`] (`stashed`) | what lossy or recoverable would remove, after storing the bytes for `lcc recall` | `stashed` |
+//!
+//! Every policy is linear in the transcript (hash indexes, one pass per rule). The verified
+//! modes (lossless, recoverable, stashed) re-check their own output, and keep everything if
+//! the check finds a violation.
 
+pub mod calls;
+pub mod disk;
 pub mod lossless;
+pub mod lossy;
+pub mod recoverable;
+pub mod shell;
+pub mod stash;
+pub mod text;
+
+use std::path::PathBuf;
+
+use crate::decide::Decision;
+use crate::pin::Pins;
+use crate::tokens::Counter;
+use crate::transcript::Transcript;
+
+pub use disk::{FileProbe, Stamp};
 
 /// The rules policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,4 +47,132 @@ impl RulesMode {
             RulesMode::Stashed => "stashed",
         }
     }
+
+    /// Does the pass re-check its own output (and keep everything on a violation)?
+    pub fn verified(self) -> bool {
+        self != RulesMode::Lossy
+    }
+
+    /// The report's `semantic_guarantee` when the pass decided something and verified.
+    pub fn guarantee(self) -> &'static str {
+        match self {
+            RulesMode::Lossy => "none",
+            m => m.name(),
+        }
+    }
+}
+
+/// The rules flags (`--workspace-root`, `--no-disk-check`, `--allow-command-pointers`) and
+/// where the stash lives.
+#[derive(Debug, Clone, Default)]
+pub struct RulesOptions {
+    pub workspace_root: Option<PathBuf>,
+    pub disk_check: bool,
+    pub allow_command_pointers: bool,
+    pub stash_dir: Option<PathBuf>,
+}
+
+impl RulesOptions {
+    fn recoverable(&self) -> recoverable::Options<'_> {
+        recoverable::Options {
+            root: self.workspace_root.as_deref(),
+            disk_check: self.disk_check,
+            allow_command_pointers: self.allow_command_pointers,
+        }
+    }
+
+    /// The report's `recoverability_check` for a mode: `disk` or `transcript_proxy` for
+    /// recoverable, none otherwise.
+    pub fn recoverability_check(&self, mode: RulesMode) -> Option<&'static str> {
+        (mode == RulesMode::Recoverable).then(|| self.recoverable().check_name())
+    }
+}
+
+/// What a rules pass leaves for the command layer besides its decisions.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// `disk` or `transcript_proxy` (recoverable only).
+    pub recoverability_check: Option<&'static str>,
+    /// Disk-verified replacements: (decision index, stamp), re-hashed before writing.
+    pub disk: Vec<(usize, Stamp)>,
+    /// Stashed results: (decision index, SHA-256 hex of the result text), written to the
+    /// stash before the transcript.
+    pub stash: Vec<(usize, String)>,
+    /// Where the stash is (stashed mode).
+    pub stash_dir: Option<PathBuf>,
+    /// The workspace root the disk stamps are checked against.
+    pub root: Option<PathBuf>,
+}
+
+/// Run a policy over the candidates. Decisions come back in candidate order.
+pub fn decide(
+    mode: RulesMode,
+    t: &Transcript,
+    pins: &Pins,
+    goal: &str,
+    opts: &RulesOptions,
+    probe: &dyn FileProbe,
+    counter: Counter,
+) -> (Vec<Decision>, Extras) {
+    let mut extras = Extras {
+        recoverability_check: opts.recoverability_check(mode),
+        stash_dir: (mode == RulesMode::Stashed)
+            .then(|| opts.stash_dir.clone())
+            .flatten(),
+        root: opts.workspace_root.clone(),
+        ..Extras::default()
+    };
+    if pins.candidates.is_empty() {
+        return (Vec::new(), extras);
+    }
+    let decisions = match mode {
+        RulesMode::Lossless => lossless::decide(t, &pins.candidates),
+        RulesMode::Recoverable => {
+            let ctx = calls::Context::new(t, pins, goal);
+            let (d, stamps) = recoverable::decide(&ctx, &opts.recoverable(), probe);
+            extras.disk = stamps;
+            d
+        }
+        RulesMode::Lossy => lossy::decide(&calls::Context::new(t, pins, goal)),
+        RulesMode::Stashed => {
+            let ctx = calls::Context::new(t, pins, goal);
+            let (d, stash) = stash::decide(&ctx, &opts.recoverable(), probe, counter);
+            extras.stash = stash;
+            d
+        }
+    };
+    (decisions, extras)
+}
+
+/// Re-check a verified mode's output against the original. Returns the violations.
+pub fn verify(
+    mode: RulesMode,
+    original: &Transcript,
+    compacted: &Transcript,
+    pins: &Pins,
+    opts: &RulesOptions,
+) -> Vec<String> {
+    match mode {
+        RulesMode::Lossless | RulesMode::Lossy => lossless::verify(original, compacted),
+        RulesMode::Recoverable => {
+            let ctx = calls::Context::new(original, pins, "");
+            let allow = recoverable::allow(&ctx, opts.allow_command_pointers);
+            lossless::verify_with(original, compacted, &allow)
+        }
+        RulesMode::Stashed => lossless::verify_with(original, compacted, &stash::allow),
+    }
+}
+
+/// Re-hash the files disk-verified replacements point at; the decision indexes whose file
+/// changed since the check.
+pub fn changed_since_check(extras: &Extras, probe: &dyn FileProbe) -> Vec<usize> {
+    let Some(root) = extras.root.as_deref() else {
+        return Vec::new();
+    };
+    extras
+        .disk
+        .iter()
+        .filter(|(_, stamp)| !disk::unchanged(probe, root, stamp))
+        .map(|(k, _)| *k)
+        .collect()
 }
