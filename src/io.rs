@@ -58,15 +58,6 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     })
 }
 
-/// Read a UTF-8 text file (a report).
-pub fn read_text(path: &Path) -> Result<String, Error> {
-    let bytes = read_bytes(path)?;
-    String::from_utf8(bytes).map_err(|_| Error::Io {
-        what: format!("could not read {}", path.display()),
-        source: std::io::Error::other("not valid UTF-8"),
-    })
-}
-
 /// Write `bytes` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let err = |source| Error::Io {

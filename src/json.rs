@@ -31,6 +31,11 @@ pub enum Kind {
     },
     Array(Vec<Node>),
     Object(Vec<Member>),
+    /// A container that [`parse_shallow`] validated but did not build; parse its span with
+    /// [`parse_range`] when needed.
+    Deferred {
+        array: bool,
+    },
 }
 
 /// One `"key": value` member; its span runs from the key's opening quote to the value's end.
@@ -83,10 +88,24 @@ const MAX_DEPTH: usize = 1024;
 
 /// Parse one JSON value that spans `src[from..to]` (surrounding whitespace allowed).
 pub fn parse_range(src: &str, from: usize, to: usize) -> Result<Node, SyntaxError> {
+    parse_shallow(src, from, to, usize::MAX)
+}
+
+/// Like [`parse_range`], but containers nested deeper than `build_depth` (the top value is at
+/// depth 0) are validated and returned as [`Kind::Deferred`] instead of being built. This keeps
+/// memory flat when a large array is then processed one element at a time.
+pub fn parse_shallow(
+    src: &str,
+    from: usize,
+    to: usize,
+    build_depth: usize,
+) -> Result<Node, SyntaxError> {
     let mut p = Parser {
+        s: &src[..to],
         b: &src.as_bytes()[..to],
         pos: from,
         depth: 0,
+        build_depth,
     };
     p.ws();
     let node = p.value()?;
@@ -104,9 +123,11 @@ pub fn parse(src: &str) -> Result<Node, SyntaxError> {
 }
 
 struct Parser<'a> {
+    s: &'a str,
     b: &'a [u8],
     pos: usize,
     depth: usize,
+    build_depth: usize,
 }
 
 impl Parser<'_> {
@@ -133,6 +154,14 @@ impl Parser<'_> {
             return Err(self.err("unexpected end of input, expected a value"));
         };
         match c {
+            b'{' | b'[' if self.depth >= self.build_depth => {
+                self.skip_container()?;
+                Ok(Node {
+                    start,
+                    end: self.pos,
+                    kind: Kind::Deferred { array: c == b'[' },
+                })
+            }
             b'{' => self.object(),
             b'[' => self.array(),
             b'"' => {
@@ -217,6 +246,16 @@ impl Parser<'_> {
         self.pos += 1;
         let mut escaped = false;
         loop {
+            // Jump to the next quote or backslash (SIMD search), then check the skipped run
+            // for raw control characters in one branch-free pass.
+            let rest = &self.b[self.pos.min(self.b.len())..];
+            let skip = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+            let run = &rest[..skip];
+            if run.iter().fold(false, |acc, &c| acc | (c < 0x20)) {
+                self.pos += run.iter().position(|&c| c < 0x20).unwrap_or(0);
+                return Err(self.err("control character inside a string"));
+            }
+            self.pos += skip;
             let Some(&c) = self.b.get(self.pos) else {
                 return Err(self.err("unterminated string"));
             };
@@ -246,6 +285,113 @@ impl Parser<'_> {
                 _ => self.pos += 1,
             }
         }
+    }
+
+    /// Validate a whole array or object without building it.
+    fn skip_container(&mut self) -> Result<(), SyntaxError> {
+        let saved = self.build_depth;
+        // Everything below is skipped: validate with a stack of closers instead of recursion.
+        let mut stack: Vec<u8> = Vec::new();
+        loop {
+            self.ws();
+            let Some(&c) = self.b.get(self.pos) else {
+                return Err(self.err("unexpected end of input inside a container"));
+            };
+            match c {
+                b'[' | b'{' => {
+                    if stack.len() >= MAX_DEPTH {
+                        return Err(self.err("nesting too deep"));
+                    }
+                    stack.push(if c == b'[' { b']' } else { b'}' });
+                    self.pos += 1;
+                    self.ws();
+                    if self.b.get(self.pos) == stack.last() {
+                        self.pos += 1;
+                        stack.pop();
+                        if stack.is_empty() {
+                            break;
+                        }
+                        self.after_item(&mut stack)?;
+                        if stack.is_empty() {
+                            break;
+                        }
+                        continue;
+                    }
+                    if c == b'{' {
+                        self.key_colon()?;
+                    }
+                    continue;
+                }
+                b'"' => {
+                    self.string()?;
+                }
+                b't' => drop(self.literal("true", Kind::Null)?),
+                b'f' => drop(self.literal("false", Kind::Null)?),
+                b'n' => drop(self.literal("null", Kind::Null)?),
+                b'N' => drop(self.literal("NaN", Kind::Null)?),
+                b'I' => drop(self.literal("Infinity", Kind::Null)?),
+                b'-' if self.b.get(self.pos + 1) == Some(&b'I') => {
+                    drop(self.literal("-Infinity", Kind::Null)?);
+                }
+                b'-' | b'0'..=b'9' => drop(self.number()?),
+                _ => return Err(self.err("expected a JSON value")),
+            }
+            self.after_item(&mut stack)?;
+            if stack.is_empty() {
+                break;
+            }
+        }
+        self.build_depth = saved;
+        Ok(())
+    }
+
+    /// After a value inside a skipped container: a comma (then, in an object, the next key)
+    /// or closers.
+    fn after_item(&mut self, stack: &mut Vec<u8>) -> Result<(), SyntaxError> {
+        loop {
+            self.ws();
+            let Some(&closer) = stack.last() else {
+                return Ok(());
+            };
+            match self.b.get(self.pos) {
+                Some(b',') => {
+                    self.pos += 1;
+                    if closer == b'}' {
+                        self.ws();
+                        self.key_colon()?;
+                    }
+                    return Ok(());
+                }
+                Some(&c) if c == closer => {
+                    self.pos += 1;
+                    stack.pop();
+                    if stack.is_empty() {
+                        return Ok(());
+                    }
+                }
+                _ => {
+                    return Err(self.err(if closer == b']' {
+                        "expected ',' or ']' in array"
+                    } else {
+                        "expected ',' or '}' in object"
+                    }))
+                }
+            }
+        }
+    }
+
+    fn key_colon(&mut self) -> Result<(), SyntaxError> {
+        self.ws();
+        if self.b.get(self.pos) != Some(&b'"') {
+            return Err(self.err("expected a string key in object"));
+        }
+        self.string()?;
+        self.ws();
+        if self.b.get(self.pos) != Some(&b':') {
+            return Err(self.err("expected ':' after object key"));
+        }
+        self.pos += 1;
+        Ok(())
     }
 
     fn enter(&mut self) -> Result<(), SyntaxError> {
@@ -303,8 +449,7 @@ impl Parser<'_> {
                 }
                 let key_start = self.pos;
                 let escaped = self.string()?;
-                let raw = &self.b[key_start..self.pos];
-                let key = decode_raw(raw, escaped).into_owned();
+                let key = decode_raw(&self.s[key_start..self.pos], escaped).into_owned();
                 self.ws();
                 if self.b.get(self.pos) != Some(&b':') {
                     return Err(self.err("expected ':' after object key"));
@@ -338,9 +483,10 @@ impl Parser<'_> {
 }
 
 /// Decode a raw string token (with its quotes). Lone surrogates become U+FFFD.
-fn decode_raw(raw: &[u8], escaped: bool) -> Cow<'_, str> {
-    // The parser only hands us slices of a `&str` that start and end on quote bytes.
-    let inner = std::str::from_utf8(&raw[1..raw.len() - 1]).unwrap_or("");
+fn decode_raw(raw: &str, escaped: bool) -> Cow<'_, str> {
+    // `raw` is a whole string token, quotes included (quotes are ASCII, so these are char
+    // boundaries).
+    let inner = &raw[1..raw.len() - 1];
     if !escaped {
         return Cow::Borrowed(inner);
     }
@@ -408,9 +554,7 @@ impl Node {
     /// The decoded string, if this is a string.
     pub fn as_str<'s>(&self, src: &'s str) -> Option<Cow<'s, str>> {
         match self.kind {
-            Kind::Str { escaped } => {
-                Some(decode_raw(&src.as_bytes()[self.start..self.end], escaped))
-            }
+            Kind::Str { escaped } => Some(decode_raw(&src[self.start..self.end], escaped)),
             _ => None,
         }
     }
@@ -451,8 +595,8 @@ impl Node {
             Kind::Bool(_) => "a boolean",
             Kind::Number => "a number",
             Kind::Str { .. } => "a string",
-            Kind::Array(_) => "an array",
-            Kind::Object(_) => "an object",
+            Kind::Array(_) | Kind::Deferred { array: true } => "an array",
+            Kind::Object(_) | Kind::Deferred { array: false } => "an object",
         }
     }
 
@@ -473,6 +617,9 @@ impl Node {
                     .map(|m| (m.key.clone(), m.value.to_value(src)))
                     .collect(),
             ),
+            Kind::Deferred { .. } => {
+                parse_range(src, self.start, self.end).map_or(Value::Null, |n| n.to_value(src))
+            }
         }
     }
 }
@@ -706,6 +853,32 @@ mod tests {
         assert!(parse("[1] x").is_err());
         assert!(parse("\"a\u{1}\"").is_err());
         assert!(parse("[NaN, -Infinity]").is_ok());
+    }
+
+    #[test]
+    fn shallow_defers_and_validates() {
+        let src = r#"{"a": [1, {"b": [2, 3]}, "x"], "m": {"k": [true, null, -1.5e3, "q\"]"]}}"#;
+        let n = parse_shallow(src, 0, src.len(), 1).unwrap();
+        let a = n.get("a").unwrap();
+        assert!(matches!(a.kind, Kind::Deferred { array: true }));
+        assert_eq!(a.raw(src), r#"[1, {"b": [2, 3]}, "x"]"#);
+        let full = parse_range(src, a.start, a.end).unwrap();
+        assert_eq!(full.items().unwrap().len(), 3);
+        let n1 = parse_shallow(src, 0, src.len(), 2).unwrap();
+        let items = n1.get("a").unwrap().items().unwrap();
+        assert!(matches!(items[1].kind, Kind::Deferred { array: false }));
+        for bad in [
+            r#"{"a": [1, 2}"#,
+            r#"{"a": {"b" 1}}"#,
+            r#"{"a": [1,]}"#,
+            r#"{"a": {"b": 1,}}"#,
+            r#"{"a": [[]"#,
+        ] {
+            let e = parse_shallow(bad, 0, bad.len(), 0).unwrap_err();
+            let f = parse(bad).unwrap_err();
+            assert_eq!(e.offset, f.offset, "{bad}");
+        }
+        assert!(parse_shallow("[[], {}, [{}]]", 0, 14, 0).is_ok());
     }
 
     #[test]

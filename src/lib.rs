@@ -16,6 +16,7 @@ pub mod decide;
 pub mod error;
 pub mod exit;
 pub mod explain;
+pub mod fasthash;
 pub mod io;
 pub mod json;
 pub mod pin;

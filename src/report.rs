@@ -113,58 +113,74 @@ fn clen(s: &str) -> usize {
     s.chars().count()
 }
 
-/// Count characters and tokens before and after. Every piece of the input is counted once
-/// (identical pieces once in all), in parallel; the "after" figures are derived from the
-/// changed pieces only, never by re-encoding the output.
+/// The "touchable text" of a transcript, cut into pieces: per message its text, per call
+/// `"{id} {tool} {input}"`, per result its text.
+pub struct Pieces<'t> {
+    call_lines: Vec<String>,
+    t: &'t Transcript,
+}
+
+impl<'t> Pieces<'t> {
+    pub fn new(t: &'t Transcript) -> Pieces<'t> {
+        let call_lines = t
+            .messages
+            .iter()
+            .flat_map(|m| &m.calls)
+            .map(|c| format!("{} {} {}", c.id, c.tool, json::py_dumps(&c.input, true)))
+            .collect();
+        Pieces { call_lines, t }
+    }
+
+    /// Every piece in order: message text, its call lines, its result texts.
+    pub fn all(&self) -> Vec<&str> {
+        let mut out = Vec::with_capacity(self.t.messages.len() * 3);
+        let mut calls = self.call_lines.iter();
+        for m in &self.t.messages {
+            out.push(m.text.as_str());
+            out.extend(calls.by_ref().take(m.calls.len()).map(String::as_str));
+            out.extend(m.results.iter().map(|r| r.text.as_str()));
+        }
+        out
+    }
+
+    /// Token counts of every piece (each distinct piece counted once, in parallel).
+    pub fn count(&self, counter: Counter) -> Vec<usize> {
+        counter.count_many(&self.all())
+    }
+}
+
+/// Count characters and tokens before and after. `piece_counts` are the token counts of
+/// [`Pieces::all`]; the "after" figures are derived from the changed pieces only, never by
+/// re-encoding the output.
 pub fn account(
     t: &Transcript,
+    pieces: &Pieces<'_>,
+    piece_counts: &[usize],
     decisions: &[Decision],
     removed_messages: &[usize],
     counter: Counter,
 ) -> Accounting {
-    // Pieces: per message its text, per call its line, per result its text.
-    let call_lines: Vec<Vec<String>> = t
-        .messages
-        .iter()
-        .map(|m| {
-            m.calls
-                .iter()
-                .map(|c| format!("{} {} {}", c.id, c.tool, json::py_dumps(&c.input, true)))
-                .collect()
-        })
-        .collect();
-    let mut pieces: Vec<&str> = Vec::new();
-    for (m, lines) in t.messages.iter().zip(&call_lines) {
-        pieces.push(&m.text);
-        pieces.extend(lines.iter().map(String::as_str));
-        pieces.extend(m.results.iter().map(|r| r.text.as_str()));
-    }
-    // Changed texts are counted together with the originals.
+    let all = pieces.all();
     let new_texts: Vec<&str> = decisions
         .iter()
         .filter_map(|d| d.action.new_text())
         .collect();
-    let mut all = pieces.clone();
-    all.extend(new_texts.iter().copied());
-    let counts = counter.count_many(&all);
-    let (piece_counts, new_counts) = counts.split_at(pieces.len());
+    let new_counts = counter.count_many(&new_texts);
 
-    // Index of each piece: (message, kind, block) -> position in `pieces`.
+    // Position of each piece: message text, calls, results.
     let mut text_pos = Vec::with_capacity(t.messages.len());
-    let mut call_pos: Vec<Vec<usize>> = Vec::with_capacity(t.messages.len());
-    let mut result_pos: Vec<Vec<usize>> = Vec::with_capacity(t.messages.len());
+    let mut call_pos: Vec<usize> = Vec::with_capacity(t.messages.len());
+    let mut result_pos: Vec<usize> = Vec::with_capacity(t.messages.len());
     let mut k = 0;
     for m in &t.messages {
         text_pos.push(k);
-        k += 1;
-        call_pos.push((k..k + m.calls.len()).collect());
-        k += m.calls.len();
-        result_pos.push((k..k + m.results.len()).collect());
-        k += m.results.len();
+        call_pos.push(k + 1);
+        result_pos.push(k + 1 + m.calls.len());
+        k += 1 + m.calls.len() + m.results.len();
     }
 
-    let chars_of: Vec<usize> = pieces.iter().map(|p| clen(p)).collect();
-    let chars_before = chars_of.iter().sum::<usize>() + pieces.len().saturating_sub(1);
+    let chars_of: Vec<usize> = all.iter().map(|p| clen(p)).collect();
+    let chars_before = chars_of.iter().sum::<usize>() + all.len().saturating_sub(1);
     let tokens_before: usize = piece_counts.iter().sum();
 
     let mut chars_after = chars_before;
@@ -174,10 +190,10 @@ pub fn account(
     let mut new_iter = new_counts.iter();
     for d in decisions {
         let c = t.call(d.call);
-        let cpos = call_pos[d.call.message][d.call.block];
+        let cpos = call_pos[d.call.message] + d.call.block;
         let input_chars = clen(&json::py_dumps(&c.input, false));
         let (rchars, rtokens, rpos) = d.result.map_or((0, 0, None), |r| {
-            let p = result_pos[r.message][r.block];
+            let p = result_pos[r.message] + r.block;
             (chars_of[p], piece_counts[p], Some(p))
         });
         let chars = input_chars + rchars;
@@ -211,7 +227,7 @@ pub fn account(
         tokens_after -= piece_counts[text_pos[mi]];
         removed_parts += 1;
     }
-    // Each removed part also takes one "\n" separator with it.
+    // Each removed piece also takes one "\n" separator with it.
     chars_after = chars_after.saturating_sub(removed_parts);
     Accounting {
         chars_before,

@@ -8,9 +8,16 @@
 //! Whole-transcript counts are the sum of per-piece counts (each message text, call line and
 //! result text), each distinct piece counted once, in parallel.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
 
 use rayon::prelude::*;
+
+use crate::fasthash::FastMap;
+
+thread_local! {
+    static PIECE_CACHE: [RefCell<FastMap<Box<[u8]>, u32>>; 2] =
+        [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -85,19 +92,54 @@ impl Counter {
         }
     }
 
+    fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
+        match self.encoding {
+            Encoding::O200k => bpe_openai::o200k_base(),
+            Encoding::Cl100k => bpe_openai::cl100k_base(),
+        }
+    }
+
+    /// Exact token count of one text. The text is split by the encoding's pre-tokenizer and
+    /// each piece's count is memoised per thread: in transcripts most pieces (words, indents,
+    /// punctuation runs) repeat, and a lookup is cheaper than encoding the piece again.
     pub fn count(self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
-        match self.encoding {
-            Encoding::O200k => bpe_openai::o200k_base().count(text),
-            Encoding::Cl100k => bpe_openai::cl100k_base().count(text),
-        }
+        let tok = self.tokenizer();
+        let which = match self.encoding {
+            Encoding::O200k => 0,
+            Encoding::Cl100k => 1,
+        };
+        PIECE_CACHE.with(|caches| {
+            let mut cache = caches[which].borrow_mut();
+            if cache.len() > 1 << 16 {
+                cache.clear();
+            }
+            tok.split(text)
+                .map(|piece| {
+                    let b = piece.as_bytes();
+                    if b.len() == 1 {
+                        return 1;
+                    }
+                    if b.len() > 64 {
+                        return tok.bpe.count(b);
+                    }
+                    if let Some(&n) = cache.get(b) {
+                        return n as usize;
+                    }
+                    let n = tok.bpe.count(b);
+                    cache.insert(b.into(), u32::try_from(n).unwrap_or(u32::MAX));
+                    n
+                })
+                .sum()
+        })
     }
 
     /// Count many pieces: each distinct text once, in parallel. Returns counts in input order.
     pub fn count_many(self, pieces: &[&str]) -> Vec<usize> {
-        let mut index: HashMap<&str, usize> = HashMap::with_capacity(pieces.len());
+        let mut index: FastMap<&str, usize> = FastMap::default();
+        index.reserve(pieces.len());
         let mut distinct: Vec<&str> = Vec::new();
         let slots: Vec<usize> = pieces
             .iter()
@@ -167,5 +209,42 @@ mod tests {
         }
         let many = Counter::o200k().count_many(&texts);
         assert_eq!(many[0], Counter::o200k().count(texts[0]));
+    }
+
+    /// tiktoken-rs's encoding tables are the reference: every piece of every shipped fixture
+    /// transcript counts the same with both tokenizers, for both encodings.
+    #[test]
+    fn matches_tiktoken_on_fixtures() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let o = tiktoken_rs::o200k_base().unwrap();
+        let c = tiktoken_rs::cl100k_base().unwrap();
+        let mut checked = 0;
+        let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        entries.sort_by_key(std::fs::DirEntry::path);
+        for entry in entries {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).unwrap();
+            let Ok(t) = crate::transcript::parse(&src, None) else {
+                continue;
+            };
+            let pieces = crate::report::Pieces::new(&t);
+            for p in pieces.all() {
+                assert_eq!(
+                    Counter::o200k().count(p),
+                    o.encode_ordinary(p).len(),
+                    "{path:?}"
+                );
+                let cl = Counter {
+                    encoding: Encoding::Cl100k,
+                    exact: true,
+                };
+                assert_eq!(cl.count(p), c.encode_ordinary(p).len(), "{path:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "only {checked} pieces checked");
     }
 }

@@ -78,13 +78,7 @@ pub fn run(s: &CompactSettings) -> Result<()> {
     let t0 = Instant::now();
     let src = io::read_input(&s.input)?;
     let read_ms = ms(t0);
-    let mut pass = prepare(s, &src)?;
-    let mut outcome = finish(s, &src, &mut pass);
-    // Side effects of the rules pass, right before the transcript is written: stash the
-    // removed bytes, re-hash the files disk-verified pointers name.
-    if settle(s, &mut pass) {
-        outcome = finish(s, &src, &mut pass);
-    }
+    let mut outcome = compact_text(s, &src)?;
     outcome.report.timing.read_ms = read_ms;
 
     let tw = Instant::now();
@@ -105,23 +99,8 @@ pub fn run(s: &CompactSettings) -> Result<()> {
     Ok(())
 }
 
-/// A parsed, pinned and decided transcript.
-pub struct Pass {
-    t: Transcript,
-    pins: Pins,
-    assessment: Assessment,
-    parse_ms: u64,
-    decide_ms: u64,
-}
-
-/// The whole pass over an in-memory transcript (no file I/O besides the disk check).
+/// The whole pass over an in-memory transcript (no file I/O).
 pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
-    let mut pass = prepare(s, src)?;
-    Ok(finish(s, src, &mut pass))
-}
-
-/// Parse, pin and decide.
-pub fn prepare(s: &CompactSettings, src: &str) -> Result<Pass> {
     let file = io::display_name(&s.input);
     let input_err = |error| Error::Input {
         file: file.clone(),
@@ -133,60 +112,42 @@ pub fn prepare(s: &CompactSettings, src: &str) -> Result<Pass> {
     let pins = pin::select(&t, &pairs, s.preserve_recent);
     let parse_ms = ms(tp);
 
-    let td = Instant::now();
-    let assessment = assess(s, &t, &pins);
-    let decide_ms = ms(td);
-    Ok(Pass {
-        t,
-        pins,
-        assessment,
-        parse_ms,
-        decide_ms,
-    })
-}
-
-/// Rebuild, verify (keeping everything on a violation), count and report.
-pub fn finish(s: &CompactSettings, src: &str, pass: &mut Pass) -> Outcome {
-    let Pass {
-        t,
-        pins,
-        assessment,
-        parse_ms,
-        decide_ms,
-    } = pass;
-    let tr = Instant::now();
-    let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
-    if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
-        if assessment
-            .decisions
-            .iter()
-            .any(|d| d.action != Action::Keep)
-        {
-            let violations = match transcript::parse(&rebuilt.text, Some(t.format)) {
-                Ok(after) => rules::verify(mode, t, &after, pins, &s.rules),
-                Err(e) => vec![format!("the rebuilt transcript does not parse: {e}")],
-            };
-            if !violations.is_empty() {
-                fail_safe_keep_all(assessment, mode.name(), violations);
-                rebuilt = rebuild::apply(t, src, &assessment.decisions);
-            }
-        }
-    }
-    let rebuild_ms = ms(tr);
-
-    let tc = Instant::now();
+    // Token counting of the input is the slowest stage and depends on nothing the pass
+    // decides, so it runs on the rayon pool while this thread decides, rebuilds and verifies.
+    let pieces = report::Pieces::new(&t);
+    let (piece_counts, count_ms, stages) = std::thread::scope(|scope| {
+        let counting = scope.spawn(|| {
+            let tc = Instant::now();
+            let counts = pieces.count(s.counter);
+            (counts, ms(tc))
+        });
+        let stages = decide_and_rebuild(s, &t, &pins, src);
+        let (counts, count_ms) = counting
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (counts, count_ms, stages)
+    });
+    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages;
     let acc = report::account(
-        t,
+        &t,
+        &pieces,
+        &piece_counts,
         &assessment.decisions,
         &rebuilt.removed_messages,
         s.counter,
     );
-    let count_ms = ms(tc);
 
-    let mut r = build_report(s, t, pins, assessment, &acc, rebuilt.removed_messages.len());
+    let mut r = build_report(
+        s,
+        &t,
+        &pins,
+        &assessment,
+        &acc,
+        rebuilt.removed_messages.len(),
+    );
     r.timing = Timing {
-        parse_ms: *parse_ms,
-        decide_ms: *decide_ms,
+        parse_ms,
+        decide_ms,
         rebuild_ms,
         count_ms,
         judge_latency_ms: assessment.judge_latency_ms,
@@ -195,60 +156,47 @@ pub fn finish(s: &CompactSettings, src: &str, pass: &mut Pass) -> Outcome {
     let mut warnings = t.warnings.clone();
     warnings.append(&mut r.warnings);
     r.warnings = warnings;
-    Outcome {
+    Ok(Outcome {
         output: rebuilt.text,
         report: r,
-    }
+    })
 }
 
-/// The rules pass's side effects, in order: write the stash (not on `--dry-run`), then
-/// re-hash every disk-verified file. A replacement whose stash write failed or whose file
-/// changed becomes a keep. Returns whether any decision changed.
-fn settle(s: &CompactSettings, pass: &mut Pass) -> bool {
-    let a = &mut pass.assessment;
-    let mut changed = false;
-    if !s.dry_run && !a.rules_extra.stash.is_empty() {
-        let dir = a.rules_extra.stash_dir.clone();
-        let mut failed: Option<String> = None;
-        let mut kept = Vec::new();
-        for (k, digest) in &a.rules_extra.stash {
-            let d = &a.decisions[*k];
-            let Some(r) = d.result else { continue };
-            let text = &pass.t.result(r).text;
-            let res = match &dir {
-                Some(dir) => io::stash_put(dir, digest, text.as_bytes()),
-                None => Err(Error::Usage("no stash directory".into())),
-            };
-            if let Err(e) = res {
-                failed.get_or_insert_with(|| e.to_string());
-                kept.push(*k);
+/// Decide, rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
+/// everything), then settle the rules pass's side effects (stash writes, disk re-hash).
+fn decide_and_rebuild(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    src: &str,
+) -> (Assessment, rebuild::Rebuilt, u64, u64) {
+    let td = Instant::now();
+    let mut assessment = assess(s, t, pins);
+    let decide_ms = ms(td);
+
+    let tr = Instant::now();
+    let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
+    if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
+        if assessment
+            .decisions
+            .iter()
+            .any(|d| d.action != Action::Keep)
+        {
+            let mut violations =
+                rules::verify_decisions(mode, t, pins, &s.rules, &assessment.decisions);
+            if let Err(e) = transcript::validate(&rebuilt.text, t.format) {
+                violations.push(format!("the rebuilt transcript does not parse: {e}"));
+            }
+            if !violations.is_empty() {
+                fail_safe_keep_all(&mut assessment, mode.name(), violations);
+                rebuilt = rebuild::apply(t, src, &assessment.decisions);
             }
         }
-        if let Some(e) = failed {
-            for &k in &kept {
-                let d = &mut a.decisions[k];
-                d.action = Action::Keep;
-                d.reason = "stash_write_failed".into();
-            }
-            a.rules_extra.stash.retain(|(k, _)| !kept.contains(k));
-            a.warnings.push(format!(
-                "stash_write_failed: {} result(s) kept whole ({e})",
-                kept.len()
-            ));
-            changed = true;
-        }
     }
-    let stale = rules::changed_since_check(&a.rules_extra, &io::DiskProbe);
-    if !stale.is_empty() {
-        for &k in &stale {
-            let d = &mut a.decisions[k];
-            d.action = Action::Keep;
-            d.reason = rules::disk::reason::CHANGED_BEFORE_EMIT.into();
-        }
-        a.rules_extra.disk.retain(|(k, _)| !stale.contains(k));
-        changed = true;
+    if settle(s, t, &mut assessment) {
+        rebuilt = rebuild::apply(t, src, &assessment.decisions);
     }
-    changed
+    (assessment, rebuilt, decide_ms, ms(tr))
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -267,6 +215,53 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
     a.rules_extra.stash.clear();
     // The violations themselves are listed in the report's `lossless_violations`.
     a.violations = violations;
+}
+
+/// The rules pass's side effects, last before the output exists: write the stash (not on
+/// `--dry-run`), then re-hash every disk-verified file. A replacement whose stash write
+/// failed or whose file changed since its check becomes a keep (which only restores original
+/// bytes, so the verified output stays valid). Returns whether any decision changed.
+fn settle(s: &CompactSettings, t: &Transcript, a: &mut Assessment) -> bool {
+    let mut changed = false;
+    if !s.dry_run && !a.rules_extra.stash.is_empty() {
+        let mut failed: Vec<usize> = Vec::new();
+        let mut first_error = None;
+        for (k, digest) in &a.rules_extra.stash {
+            let Some(r) = a.decisions[*k].result else {
+                continue;
+            };
+            let written = match &a.rules_extra.stash_dir {
+                Some(dir) => io::stash_put(dir, digest, t.result(r).text.as_bytes()),
+                None => Err(Error::Usage("no stash directory".into())),
+            };
+            if let Err(e) = written {
+                first_error.get_or_insert_with(|| e.to_string());
+                failed.push(*k);
+            }
+        }
+        if let Some(e) = first_error {
+            for &k in &failed {
+                a.decisions[k].action = Action::Keep;
+                a.decisions[k].reason = "stash_write_failed".into();
+            }
+            a.rules_extra.stash.retain(|(k, _)| !failed.contains(k));
+            a.warnings.push(format!(
+                "stash_write_failed: {} result(s) kept whole ({e})",
+                failed.len()
+            ));
+            changed = true;
+        }
+    }
+    let stale = rules::changed_since_check(&a.rules_extra, &io::DiskProbe);
+    if !stale.is_empty() {
+        for &k in &stale {
+            a.decisions[k].action = Action::Keep;
+            a.decisions[k].reason = rules::disk::reason::CHANGED_BEFORE_EMIT.into();
+        }
+        a.rules_extra.disk.retain(|(k, _)| !stale.contains(k));
+        changed = true;
+    }
+    changed
 }
 
 fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {

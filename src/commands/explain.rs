@@ -9,13 +9,22 @@ use crate::explain::{self, Filter};
 use crate::{io, transcript};
 
 pub fn run(a: &ExplainArgs) -> Result<()> {
-    let text = io::read_text(&a.report)?;
     let name = a.report.display().to_string();
-    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let text = String::from_utf8(io::read_bytes(&a.report)?).map_err(|e| {
         Error::Usage(format!(
-            "{name} is not valid JSON (line {}, column {}): {e}",
+            "{name} is not a report: it is not valid UTF-8 (byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        // serde_json's message ends with its own " at line L column C"; say it once.
+        let msg = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        Error::Usage(format!(
+            "{name} is not valid JSON (line {}, column {}): {}",
             e.line(),
-            e.column()
+            e.column(),
+            msg.strip_suffix(&suffix).unwrap_or(&msg)
         ))
     })?;
     let source_text = match &a.source {

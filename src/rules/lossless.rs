@@ -16,21 +16,10 @@
 //! messages). Here every result is indexed by the hash of its comparable form and by the hashes
 //! of its lines; a result is only compared with later results that hold its rarest line.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::decide::{Action, Decision};
 use crate::transcript::{BlockRef, Pair, Transcript};
 
-/// A 64-bit FNV-1a hash: fast, stable, and only used to find candidates that are then
-/// compared byte for byte.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+use crate::fasthash::{hash_bytes, FastMap, FastSet};
 
 const HEADER_NAMES: [&str; 5] = [
     "Chunk ID",
@@ -75,49 +64,35 @@ pub fn comparable(text: &str) -> String {
     out
 }
 
-/// Per-result index data.
-struct Entry {
-    framed_hash: u64,
-    line_hashes: Vec<u64>,
-    /// Byte offset of each line start in the text.
-    line_starts: Vec<usize>,
+/// Hashes of each raw line of a text.
+fn line_hashes(text: &str) -> Vec<u64> {
+    text.split('\n').map(|l| hash_bytes(l.as_bytes())).collect()
 }
 
-fn entry(text: &str) -> Entry {
-    let framed = comparable(text);
-    let mut line_hashes = Vec::new();
-    let mut line_starts = Vec::new();
-    let mut start = 0;
-    for line in text.split('\n') {
-        line_hashes.push(fnv(line.as_bytes()));
-        line_starts.push(start);
-        start += line.len() + 1;
-    }
-    Entry {
-        framed_hash: fnv(framed.as_bytes()),
-        line_hashes,
-        line_starts,
-    }
-}
-
-/// First line index in `o` where `r`'s lines appear as a contiguous run (verified on the
-/// actual text), or `None`.
-fn find_lines(r_text: &str, r: &Entry, o_text: &str, o: &Entry) -> Option<usize> {
-    let k = r.line_hashes.len();
-    if k > o.line_hashes.len() {
+/// First line index in `o_text` where `r_text`'s lines appear as a contiguous run of whole
+/// lines (found on line hashes, confirmed on the actual bytes), or `None`.
+fn find_lines(r_text: &str, r_hashes: &[u64], o_text: &str, o_hashes: &[u64]) -> Option<usize> {
+    let k = r_hashes.len();
+    if k == 0 || k > o_hashes.len() {
         return None;
     }
-    for p in 0..=(o.line_hashes.len() - k) {
-        if o.line_hashes[p..p + k] == r.line_hashes[..] {
-            let from = o.line_starts[p];
+    let first = r_hashes[0];
+    (0..=o_hashes.len() - k)
+        .filter(|&p| o_hashes[p] == first && o_hashes[p..p + k] == *r_hashes)
+        .find(|&p| {
+            // Byte offset of line p.
+            let from = if p == 0 {
+                0
+            } else {
+                o_text
+                    .match_indices('\n')
+                    .nth(p - 1)
+                    .map_or(o_text.len(), |(i, _)| i + 1)
+            };
             let to = from + r_text.len();
-            let ends_on_line = o_text.len() == to || o_text.as_bytes().get(to) == Some(&b'\n');
-            if o_text.get(from..to) == Some(r_text) && ends_on_line {
-                return Some(p);
-            }
-        }
-    }
-    None
+            o_text.get(from..to) == Some(r_text)
+                && (to == o_text.len() || o_text.as_bytes()[to] == b'\n')
+        })
 }
 
 /// The positions in a sorted list that come after `i`.
@@ -127,7 +102,7 @@ fn later(list: Option<&Vec<usize>>, i: usize) -> &[usize] {
 
 /// Decide every candidate. Returns one decision per candidate, in candidate order.
 pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
-    decide_excluding(t, candidates, &HashSet::new())
+    decide_excluding(t, candidates, &FastSet::default())
 }
 
 /// [`decide`], where the results in `unavailable` are being replaced by another policy: they
@@ -135,8 +110,10 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
 pub fn decide_excluding(
     t: &Transcript,
     candidates: &[Pair],
-    unavailable: &HashSet<BlockRef>,
+    unavailable: &FastSet<BlockRef>,
 ) -> Vec<Decision> {
+    use rayon::prelude::*;
+
     // Every result in transcript order.
     let mut all: Vec<BlockRef> = Vec::new();
     for (mi, m) in t.messages.iter().enumerate() {
@@ -147,56 +124,74 @@ pub fn decide_excluding(
             });
         }
     }
-    let position: HashMap<BlockRef, usize> = all.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    let position: FastMap<BlockRef, usize> = all.iter().enumerate().map(|(i, r)| (*r, i)).collect();
     let texts: Vec<&str> = all.iter().map(|r| t.result(*r).text.as_str()).collect();
-    let entries: Vec<Entry> = {
-        use rayon::prelude::*;
-        texts.par_iter().map(|s| entry(s)).collect()
-    };
-    // Indexes: framed hash -> positions; line hash -> positions (each position once per line).
-    let mut by_framed: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut by_line: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        by_framed.entry(e.framed_hash).or_default().push(i);
-        for &h in &e.line_hashes {
-            let list = by_line.entry(h).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
-        }
-    }
-
-    let is_candidate: HashMap<usize, usize> = candidates
+    let is_candidate: FastMap<usize, usize> = candidates
         .iter()
         .enumerate()
         .filter(|(_, p)| !unavailable.contains(&p.result))
         .filter_map(|(ci, p)| position.get(&p.result).map(|&pos| (pos, ci)))
         .collect();
+
+    // Index 1: the hash of every result's comparable form.
+    let framed: Vec<u64> = texts
+        .par_iter()
+        .map(|s| hash_bytes(comparable(s).as_bytes()))
+        .collect();
+    let mut by_framed: FastMap<u64, Vec<usize>> = FastMap::default();
+    for (i, h) in framed.iter().enumerate() {
+        by_framed.entry(*h).or_default().push(i);
+    }
+    // Index 2: line hashes of every result; for each candidate its rarest line, and the
+    // results that hold that line.
+    let lines: Vec<Vec<u64>> = texts.par_iter().map(|s| line_hashes(s)).collect();
+    let mut freq: FastMap<u64, u32> = FastMap::default();
+    for hs in &lines {
+        for h in hs {
+            *freq.entry(*h).or_default() += 1;
+        }
+    }
+    let key_of: FastMap<usize, u64> = is_candidate
+        .keys()
+        .filter(|&&i| !texts[i].is_empty())
+        .filter_map(|&i| {
+            lines[i]
+                .iter()
+                .min_by_key(|h| freq.get(h).copied().unwrap_or(0))
+                .map(|h| (i, *h))
+        })
+        .collect();
+    drop(freq);
+    let mut holders: FastMap<u64, Vec<usize>> = FastMap::default();
+    for h in key_of.values() {
+        holders.entry(*h).or_default();
+    }
+    for (j, hs) in lines.iter().enumerate() {
+        for h in hs {
+            if let Some(list) = holders.get_mut(h) {
+                if list.last() != Some(&j) {
+                    list.push(j);
+                }
+            }
+        }
+    }
+
     let mut kept: Vec<bool> = all.iter().map(|r| !unavailable.contains(r)).collect();
     let mut outcome: Vec<Option<(String, String, &'static str)>> = vec![None; candidates.len()];
-
     for i in (0..all.len()).rev() {
-        let Some(&ci) = is_candidate.get(&i) else {
-            continue;
+        let (Some(&ci), Some(key)) = (is_candidate.get(&i), key_of.get(&i)) else {
+            continue; // not a candidate, or empty (framed form "\n\n": never deduped)
         };
         let text = texts[i];
-        if text.is_empty() {
-            continue; // framed form "\n\n": never deduped
-        }
-        let me = &entries[i];
         let is_error = t.result(all[i]).is_error;
-        // Later results that may be identical, and later results holding our rarest line.
-        let same = later(by_framed.get(&me.framed_hash), i);
-        let rarest = me
-            .line_hashes
-            .iter()
-            .filter_map(|h| by_line.get(h))
-            .min_by_key(|l| l.len());
-        let holders = later(rarest, i);
-        let (mut a, mut b) = (0, 0);
+        // Later results that may be identical, and later results holding our key line.
+        let same = later(by_framed.get(&framed[i]), i);
+        let hold = later(holders.get(key), i);
         let my_framed = comparable(text);
-        while a < same.len() || b < holders.len() {
-            let j = match (same.get(a), holders.get(b)) {
+        let my_lines = &lines[i];
+        let (mut a, mut b) = (0, 0);
+        while a < same.len() || b < hold.len() {
+            let j = match (same.get(a), hold.get(b)) {
                 (Some(&x), Some(&y)) if x == y => {
                     a += 1;
                     b += 1;
@@ -220,17 +215,15 @@ pub fn decide_excluding(
             if !kept[j] || other.is_error != is_error {
                 continue;
             }
-            let found = if entries[j].framed_hash == me.framed_hash
-                && comparable(&other.text) == my_framed
-            {
+            let found = if framed[j] == framed[i] && comparable(&other.text) == my_framed {
                 Some((
                     format!("[identical output kept at {}]", other.id),
                     "identical_output_kept_later",
                 ))
             } else {
-                find_lines(text, me, &other.text, &entries[j]).map(|p| {
+                find_lines(text, my_lines, &other.text, &lines[j]).map(|p| {
                     let first = p + 1;
-                    let last = first + me.line_hashes.len() - 1;
+                    let last = first + my_lines.len() - 1;
                     (
                         format!("[output = lines {first}-{last} of {}]", other.id),
                         "output_lines_of_later",
@@ -275,13 +268,12 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
     verify_with(original, compacted, &|_, _| false)
 }
 
-/// [`verify`], where `allow(original_result, new_text)` may accept a changed result that is
-/// not a lossless note (the recoverable and stashed modes' own pointers).
-pub fn verify_with(
-    original: &Transcript,
-    compacted: &Transcript,
-    allow: &dyn Fn(&crate::transcript::ToolResult, &str) -> bool,
-) -> Vec<String> {
+/// A verifier hook: `allow(original_result, new_text)` accepts a changed result that is not
+/// a lossless note (the recoverable and stashed modes' own pointers).
+pub type Allow<'a> = &'a dyn Fn(&crate::transcript::ToolResult, &str) -> bool;
+
+/// [`verify`] with an [`Allow`] hook.
+pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'_>) -> Vec<String> {
     let mut v = Vec::new();
     if original.messages.len() != compacted.messages.len() {
         v.push(format!(
@@ -304,13 +296,12 @@ pub fn verify_with(
         if a.text != b.text {
             v.push(format!("{w}: text changed"));
         }
-        let calls = |m: &crate::transcript::Message| -> Vec<(String, String, serde_json::Value)> {
-            m.calls
+        let same_calls = a.calls.len() == b.calls.len()
+            && a.calls
                 .iter()
-                .map(|c| (c.id.clone(), c.tool.clone(), c.input.clone()))
-                .collect()
-        };
-        if calls(a) != calls(b) {
+                .zip(&b.calls)
+                .all(|(x, y)| x.id == y.id && x.tool == y.tool && x.input == y.input);
+        if !same_calls {
             v.push(format!("{w}: tool calls changed"));
         }
         let ids = |m: &crate::transcript::Message| -> Vec<(String, bool)> {
@@ -326,21 +317,100 @@ pub fn verify_with(
     if !v.is_empty() {
         return v;
     }
+    let new: Vec<&str> = compacted
+        .messages
+        .iter()
+        .flat_map(|m| &m.results)
+        .map(|r| r.text.as_str())
+        .collect();
+    v.extend(check_changes(original, |i| new.get(i).copied(), allow));
+    v
+}
+
+/// Check the decisions of a pass against the transcript they were made on, without parsing
+/// the output again: every changed result must hold a note whose claim is true against the
+/// first later unchanged result with the named id and the same `is_error`.
+pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
+    verify_decisions_with(t, decisions, &|_, _| false)
+}
+
+/// [`verify_decisions`] for a policy that also replaces results (`Replace` decisions): their
+/// notes must be accepted by `allow` (or be true lossless notes).
+pub fn verify_decisions_with(
+    t: &Transcript,
+    decisions: &[Decision],
+    allow: Allow<'_>,
+) -> Vec<String> {
+    let mut flat: FastMap<BlockRef, usize> = FastMap::default();
+    for (mi, m) in t.messages.iter().enumerate() {
+        for bi in 0..m.results.len() {
+            let k = flat.len();
+            flat.insert(
+                BlockRef {
+                    message: mi,
+                    block: bi,
+                },
+                k,
+            );
+        }
+    }
+    let mut changed: FastMap<usize, &str> = FastMap::default();
+    let mut v = Vec::new();
+    for d in decisions {
+        match (&d.action, d.result) {
+            (Action::Keep, _) => {}
+            (Action::Dedupe { note, .. } | Action::Replace { note, .. }, Some(r)) => {
+                changed.insert(flat[&r], note.as_str());
+            }
+            (a, _) => v.push(format!(
+                "call {}: '{}' is not a lossless decision",
+                t.call(d.call).id,
+                a.kind()
+            )),
+        }
+    }
+    let old: Vec<&crate::transcript::ToolResult> =
+        t.messages.iter().flat_map(|m| &m.results).collect();
+    v.extend(check_changes(
+        t,
+        |i| Some(changed.get(&i).copied().unwrap_or(old[i].text.as_str())),
+        allow,
+    ));
+    v
+}
+
+/// The note checks shared by [`verify`] and [`verify_decisions`]. `new_text(i)` is the text of
+/// flat result `i` after the pass.
+fn check_changes<'n>(
+    original: &Transcript,
+    new_text: impl Fn(usize) -> Option<&'n str>,
+    allow: Allow<'_>,
+) -> Vec<String> {
+    let mut v = Vec::new();
     let old: Vec<&crate::transcript::ToolResult> =
         original.messages.iter().flat_map(|m| &m.results).collect();
-    let new: Vec<&crate::transcript::ToolResult> =
-        compacted.messages.iter().flat_map(|m| &m.results).collect();
-    let unchanged: Vec<bool> = old
-        .iter()
-        .zip(&new)
-        .map(|(a, b)| a.text == b.text)
+    let unchanged: Vec<bool> = (0..old.len())
+        .map(|i| new_text(i) == Some(old[i].text.as_str()))
         .collect();
-    for (i, (a, b)) in old.iter().zip(&new).enumerate() {
-        if unchanged[i] || allow(a, &b.text) {
+    // Positions of each result id, in transcript order, so a note's target is found without
+    // scanning every later result.
+    let mut by_id: FastMap<&str, Vec<usize>> = FastMap::default();
+    for (j, r) in old.iter().enumerate() {
+        by_id.entry(r.id.as_str()).or_default().push(j);
+    }
+    for (i, a) in old.iter().enumerate() {
+        if unchanged[i] || new_text(i).is_some_and(|n| allow(a, n)) {
             continue;
         }
-        let ok = check_note(&b.text, a, &old, &unchanged, i);
-        if !ok {
+        let target = |id: &str| {
+            by_id.get(id).and_then(|list| {
+                list[list.partition_point(|&j| j <= i)..]
+                    .iter()
+                    .find(|&&j| unchanged[j] && old[j].is_error == a.is_error)
+                    .map(|&j| old[j])
+            })
+        };
+        if !new_text(i).is_some_and(|note| check_note(note, a, target)) {
             v.push(format!(
                 "result {} changed and its note does not point at a later unchanged result that holds its exact text",
                 a.id
@@ -350,18 +420,11 @@ pub fn verify_with(
     v
 }
 
-fn check_note(
+fn check_note<'a>(
     note: &str,
     original: &crate::transcript::ToolResult,
-    old: &[&crate::transcript::ToolResult],
-    unchanged: &[bool],
-    i: usize,
+    target_of: impl Fn(&str) -> Option<&'a crate::transcript::ToolResult>,
 ) -> bool {
-    let target_of = |id: &str| {
-        (i + 1..old.len())
-            .find(|&j| old[j].id == id && unchanged[j] && old[j].is_error == original.is_error)
-            .map(|j| old[j])
-    };
     if let Some(id) = note
         .strip_prefix("[identical output kept at ")
         .and_then(|s| s.strip_suffix(']'))
@@ -408,12 +471,130 @@ mod tests {
         assert!(!is_header_line("Chunk IDs: 1"));
     }
 
+    /// A small original: `a` and `c` hold the same output, `b` holds lines 2-3 of `c`'s, and
+    /// `e` holds the same output as `c` but failed.
+    fn original() -> String {
+        let out = "alpha line of the output\\nbeta line of the output\\ngamma line of the output";
+        let mid = "beta line of the output\\ngamma line of the output";
+        let msg = |id: &str, text: &str, err: bool| {
+            format!(
+                r#"{{"role": "assistant", "text": "", "toolUses": [{{"tool_use_id": "{id}", "tool": "Bash", "input": {{}}}}]}}, {{"role": "user", "text": "", "toolResults": [{{"tool_use_id": "{id}", "text": "{text}", "is_error": {err}}}]}}"#
+            )
+        };
+        format!(
+            "[{{\"role\": \"user\", \"text\": \"go\"}}, {}, {}, {}, {}]",
+            msg("a", out, false),
+            msg("b", mid, false),
+            msg("c", out, false),
+            msg("e", out, true)
+        )
+    }
+
+    /// The original with some result texts swapped for forged notes.
+    fn forged(notes: &[(&str, &str)]) -> Vec<String> {
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let mut s = src.clone();
+        for (id, note) in notes {
+            let needle = format!(r#""tool_use_id": "{id}", "text": ""#);
+            let at = s.find(&needle).unwrap() + needle.len() - 1;
+            let end = at + s[at + 1..].find('"').unwrap() + 2;
+            s.replace_range(at..end, &crate::json::quote(note, false));
+        }
+        let after = crate::transcript::lcc::parse(&s).unwrap();
+        verify(&t, &after)
+    }
+
+    #[test]
+    fn verify_accepts_true_pointers() {
+        assert_eq!(forged(&[]), Vec::<String>::new());
+        assert_eq!(
+            forged(&[
+                ("a", "[identical output kept at c]"),
+                ("b", "[output = lines 2-3 of c]")
+            ]),
+            Vec::<String>::new()
+        );
+        // What the pass itself decides on this transcript passes too.
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let pairs = t.pairs().unwrap();
+        let pins = crate::pin::select(&t, &pairs, 0);
+        let decisions = decide(&t, &pins.candidates);
+        let kinds: Vec<&str> = decisions.iter().map(|d| d.action.kind()).collect();
+        assert_eq!(kinds, ["dedupe", "dedupe", "keep", "keep"]);
+        let rebuilt = crate::rebuild::apply(&t, &src, &decisions);
+        let after = crate::transcript::lcc::parse(&rebuilt.text).unwrap();
+        assert_eq!(verify(&t, &after), Vec::<String>::new());
+    }
+
+    #[test]
+    fn verify_rejects_forged_pointers() {
+        let bad = [
+            // Points backwards: `a` is before `c`.
+            ("c", "[identical output kept at a]"),
+            // The lines are 2-3, not 1-2.
+            ("b", "[output = lines 1-2 of c]"),
+            // Out of range, zero, reversed, malformed.
+            ("b", "[output = lines 2-9 of c]"),
+            ("b", "[output = lines 0-1 of c]"),
+            ("b", "[output = lines 3-2 of c]"),
+            ("b", "[output = lines two-3 of c]"),
+            // The texts differ (`b` is only part of `c`).
+            ("b", "[identical output kept at c]"),
+            // `e` failed, `c` did not (and `e` is later than `a` but has the other flag).
+            ("a", "[identical output kept at e]"),
+            // No such id.
+            ("a", "[identical output kept at zz]"),
+            // Not a note at all.
+            ("a", "[output contained in c]"),
+            ("a", ""),
+        ];
+        for (id, note) in bad {
+            let v = forged(&[(id, note)]);
+            assert_eq!(v.len(), 1, "{id} -> {note}: {v:?}");
+            assert!(v[0].starts_with(&format!("result {id} changed")), "{v:?}");
+        }
+        // A target that is itself replaced does not hold the text any more.
+        let v = forged(&[
+            ("a", "[identical output kept at c]"),
+            ("c", "[identical output kept at a]"),
+        ]);
+        assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn verify_rejects_changes_outside_results() {
+        let src = original();
+        let t = crate::transcript::lcc::parse(&src).unwrap();
+        let check = |s: &str| verify(&t, &crate::transcript::lcc::parse(s).unwrap());
+        assert_eq!(
+            check(&src.replacen("\"go\"", "\"stop\"", 1)),
+            ["message 0: text changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("\"input\": {}", "\"input\": {\"x\": 1}", 1)),
+            ["message 1: tool calls changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("\"is_error\": true", "\"is_error\": false", 1)),
+            ["message 8: tool result ids or error flags changed"]
+        );
+        assert_eq!(
+            check(&src.replacen("{\"role\": \"user\", \"text\": \"go\"}, ", "", 1)),
+            ["message count changed: 9 -> 8"]
+        );
+    }
+
     #[test]
     fn line_runs() {
         let r = "b\nc";
         let o = "a\nb\nc\nd";
-        assert_eq!(find_lines(r, &entry(r), o, &entry(o)), Some(1));
-        let o2 = "a\nxb\nc";
-        assert_eq!(find_lines(r, &entry(r), o2, &entry(o2)), None);
+        let f = |o: &str| find_lines(r, &line_hashes(r), o, &line_hashes(o));
+        assert_eq!(f(o), Some(1));
+        assert_eq!(f("b\nc"), Some(0));
+        assert_eq!(f("a\nxb\nc"), None);
+        assert_eq!(f("a\nb\ncd"), None);
+        assert_eq!(f("b\nx\nb\nc"), Some(2));
     }
 }

@@ -163,6 +163,27 @@ pub fn verify(
     }
 }
 
+/// [`verify`] from the decisions instead of a re-parsed output (the rebuild only changes the
+/// decided results' texts): every replaced result must carry a note its mode may write for
+/// that very call and output.
+pub fn verify_decisions(
+    mode: RulesMode,
+    t: &Transcript,
+    pins: &Pins,
+    opts: &RulesOptions,
+    decisions: &[Decision],
+) -> Vec<String> {
+    match mode {
+        RulesMode::Lossless | RulesMode::Lossy => lossless::verify_decisions(t, decisions),
+        RulesMode::Recoverable => {
+            let ctx = calls::Context::new(t, pins, "");
+            let allow = recoverable::allow(&ctx, opts.allow_command_pointers);
+            lossless::verify_decisions_with(t, decisions, &allow)
+        }
+        RulesMode::Stashed => lossless::verify_decisions_with(t, decisions, &stash::allow),
+    }
+}
+
 /// Re-hash the files disk-verified replacements point at; the decision indexes whose file
 /// changed since the check.
 pub fn changed_since_check(extras: &Extras, probe: &dyn FileProbe) -> Vec<usize> {

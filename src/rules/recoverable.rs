@@ -29,7 +29,7 @@
 //! write naming each file, of an opaque call under each directory), so the policy is linear
 //! in the transcript.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -641,7 +641,7 @@ pub fn decide(
     probe: &dyn FileProbe,
 ) -> (Vec<Decision>, Vec<(usize, Stamp)>) {
     let plans = plan(ctx, opts, probe);
-    let replaced: HashSet<BlockRef> = ctx
+    let replaced: crate::fasthash::FastSet<BlockRef> = ctx
         .pairs()
         .iter()
         .zip(&plans)

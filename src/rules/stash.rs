@@ -15,7 +15,6 @@
 //! never cut, and only where the note is shorter than the result. Calls, inputs and texts
 //! never change. This module is pure: the command layer writes and reads the files.
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -100,7 +99,7 @@ pub fn decide(
             Plan::Keep(_) => None,
         })
         .collect();
-    let unavailable: HashSet<BlockRef> = ctx
+    let unavailable: crate::fasthash::FastSet<BlockRef> = ctx
         .pairs()
         .iter()
         .zip(&eligible)

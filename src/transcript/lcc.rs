@@ -36,16 +36,29 @@ pub fn looks_like(root: &Node, src: &str) -> bool {
 }
 
 pub fn parse(src: &str) -> Result<Transcript, ParseError> {
-    let root = json::parse(src).map_err(|e| ParseError::syntax(src, &e))?;
+    // Build only the top two levels; each message is built, read and dropped in turn, so the
+    // whole-file tree never exists at once.
+    let start = if src.starts_with('\u{feff}') { 3 } else { 0 };
+    let root =
+        json::parse_shallow(src, start, src.len(), 1).map_err(|e| ParseError::syntax(src, &e))?;
     from_node(src, &root)
+}
+
+/// Build a node that [`json::parse_shallow`] deferred.
+fn built(src: &str, n: &Node, depth: usize) -> Result<Node, ParseError> {
+    json::parse_shallow(src, n.start, n.end, depth).map_err(|e| ParseError::syntax(src, &e))
 }
 
 pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
     let mut layout = Layout::default();
     let (msgs_node, prefix) = match &root.kind {
-        Kind::Array(_) => (root, String::new()),
+        Kind::Array(_) => (root.clone(), String::new()),
+        Kind::Deferred { .. } => return from_node(src, &built(src, root, 1)?),
         Kind::Object(_) => match root.get("messages") {
-            Some(n) if n.items().is_some() => (n, "messages".to_string()),
+            Some(n) if matches!(n.kind, Kind::Deferred { array: true }) => {
+                (built(src, n, 1)?, "messages".to_string())
+            }
+            Some(n) if n.items().is_some() => (n.clone(), "messages".to_string()),
             Some(n) => {
                 return Err(ParseError::new(
                     "messages",
@@ -69,11 +82,18 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
             ))
         }
     };
-    let msgs_container = layout.add_node(msgs_node, None);
+    let msgs_container = layout.add_node(&msgs_node, None);
     let items = msgs_node.items().unwrap_or_default();
     let mut messages = Vec::with_capacity(items.len());
     for (i, m) in items.iter().enumerate() {
         let path = format!("{prefix}[{i}]");
+        let full;
+        let m = if matches!(m.kind, Kind::Deferred { .. }) {
+            full = built(src, m, usize::MAX)?;
+            &full
+        } else {
+            m
+        };
         messages.push(message(
             src,
             m,

@@ -277,6 +277,18 @@ pub fn parse(src: &str, format: Option<Format>) -> Result<Transcript, ParseError
     }
 }
 
+/// Check that a rebuilt text is still well-formed in its format, without building it.
+pub fn validate(src: &str, format: Format) -> Result<(), ParseError> {
+    match format {
+        Format::Lcc => {
+            let start = if src.starts_with('\u{feff}') { 3 } else { 0 };
+            json::parse_shallow(src, start, src.len(), 0)
+                .map(drop)
+                .map_err(|e| ParseError::syntax(src, &e))
+        }
+    }
+}
+
 /// Guess the format from the content.
 pub fn detect(_src: &str) -> Format {
     Format::Lcc
