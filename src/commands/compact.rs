@@ -193,7 +193,7 @@ fn decide_and_rebuild(
             }
         }
     }
-    if settle(s, t, &mut assessment) {
+    if settle(s, t, &mut assessment, &io::DiskProbe) {
         rebuilt = rebuild::apply(t, src, &assessment.decisions);
     }
     (assessment, rebuilt, decide_ms, ms(tr))
@@ -221,7 +221,12 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
 /// `--dry-run`), then re-hash every disk-verified file. A replacement whose stash write
 /// failed or whose file changed since its check becomes a keep (which only restores original
 /// bytes, so the verified output stays valid). Returns whether any decision changed.
-fn settle(s: &CompactSettings, t: &Transcript, a: &mut Assessment) -> bool {
+fn settle(
+    s: &CompactSettings,
+    t: &Transcript,
+    a: &mut Assessment,
+    probe: &dyn rules::FileProbe,
+) -> bool {
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
         let mut failed: Vec<usize> = Vec::new();
@@ -252,7 +257,7 @@ fn settle(s: &CompactSettings, t: &Transcript, a: &mut Assessment) -> bool {
             changed = true;
         }
     }
-    let stale = rules::changed_since_check(&a.rules_extra, &io::DiskProbe);
+    let stale = rules::changed_since_check(&a.rules_extra, probe);
     if !stale.is_empty() {
         for &k in &stale {
             a.decisions[k].action = Action::Keep;
@@ -441,5 +446,94 @@ fn build_report(
         warnings: a.warnings.clone(),
         decisions,
         timing: Timing::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::rules::disk::tests::MemProbe;
+
+    const SRC: &str = r#"{"messages": [
+        {"role": "user", "text": "go"},
+        {"role": "assistant", "text": "", "toolUses": [
+            {"tool_use_id": "a", "tool": "Read", "input": {"file_path": "/w/a.py"}},
+            {"tool_use_id": "b", "tool": "Read", "input": {"file_path": "/w/b.py"}}]},
+        {"role": "user", "text": "", "toolResults": [
+            {"tool_use_id": "a", "text": "     1\talpha line one, long enough to be worth a pointer\n     2\talpha line two\n     3\talpha line three, long enough to be worth a pointer"},
+            {"tool_use_id": "b", "text": "     1\tbeta line one, long enough to be worth a pointer\n     2\tbeta line two\n     3\tbeta line three, long enough to be worth a pointer"}]},
+        {"role": "assistant", "text": "done"}
+    ]}"#;
+
+    fn settings(args: &[&str], env: crate::settings::Env) -> CompactSettings {
+        let mut all = vec![
+            "lcc",
+            "compact",
+            "in.json",
+            "--provider",
+            "rules",
+            "--preserve-recent",
+            "1",
+        ];
+        all.extend_from_slice(args);
+        let crate::cli::Command::Compact(a) = crate::cli::Cli::parse_from(all).command else {
+            unreachable!()
+        };
+        CompactSettings::from_args(&a, env).unwrap()
+    }
+
+    fn decided(s: &CompactSettings, probe: &MemProbe) -> (Transcript, Assessment) {
+        let t = transcript::parse(SRC, None).unwrap();
+        let pins = pin::select(&t, &t.pairs().unwrap(), s.preserve_recent);
+        let (d, extra) = rules::decide(s.rules_mode, &t, &pins, "", &s.rules, probe, s.counter);
+        let mut a = Assessment::rules(s.rules_mode, d);
+        a.rules_extra = extra;
+        (t, a)
+    }
+
+    #[test]
+    fn a_file_changed_between_check_and_emit_is_kept() {
+        let s = settings(
+            &["--rules-mode", "recoverable", "--workspace-root", "/"],
+            Default::default(),
+        );
+        let mut probe = MemProbe::default();
+        probe.dirs.push("/w".into());
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nalpha line two\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        probe.files.insert("/w/b.py".into(), b"beta line one, long enough to be worth a pointer\nbeta line two\nbeta line three, long enough to be worth a pointer\n".to_vec());
+        let (t, mut a) = decided(&s, &probe);
+        assert!(a
+            .decisions
+            .iter()
+            .all(|d| d.reason == "replace_disk_verified"));
+        assert_eq!(a.rules_extra.disk.len(), 2);
+        assert!(!settle(&s, &t, &mut a, &probe), "nothing changed yet");
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nALPHA\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        assert!(settle(&s, &t, &mut a, &probe));
+        assert_eq!(a.decisions[0].action, Action::Keep);
+        assert_eq!(a.decisions[0].reason, "keep_disk_changed_before_emit");
+        assert_eq!(a.decisions[1].reason, "replace_disk_verified");
+        assert_eq!(a.rules_extra.disk.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_stash_write_keeps_the_result() {
+        let env = crate::settings::Env {
+            stash_dir: Some("/dev/null/lcc-stash".into()),
+            ..Default::default()
+        };
+        let s = settings(&["--rules-mode", "stashed", "--workspace-root", "/"], env);
+        let mut probe = MemProbe::default();
+        probe.dirs.push("/w".into());
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nalpha line two\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        let (t, mut a) = decided(&s, &probe);
+        assert_eq!(a.decisions[0].reason, "stashed:replace_disk_verified");
+        assert!(settle(&s, &t, &mut a, &probe));
+        assert_eq!(a.decisions[0].action, Action::Keep);
+        assert_eq!(a.decisions[0].reason, "stash_write_failed");
+        assert!(a.rules_extra.stash.is_empty());
+        assert!(a.warnings[0].starts_with("stash_write_failed: 1 result(s) kept whole"));
     }
 }

@@ -197,3 +197,149 @@ pub fn changed_since_check(extras: &Extras, probe: &dyn FileProbe) -> Vec<usize>
         .map(|(k, _)| *k)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::Action;
+    use crate::transcript;
+
+    /// Four reads and a test run; message 0 and the last message are pinned.
+    const SRC: &str = r#"{"messages": [
+        {"role": "user", "text": "fix the parser"},
+        {"role": "assistant", "text": "", "toolUses": [
+            {"tool_use_id": "a", "tool": "Read", "input": {"file_path": "/r/a.py"}},
+            {"tool_use_id": "b", "tool": "Bash", "input": {"command": "cat /r/b.py"}},
+            {"tool_use_id": "l", "tool": "Bash", "input": {"command": "ls /r/src"}},
+            {"tool_use_id": "t", "tool": "Bash", "input": {"command": "pytest -q"}}]},
+        {"role": "user", "text": "", "toolResults": [
+            {"tool_use_id": "a", "text": "     1\tone\n     2\ttwo\n     3\tthree and more text here"},
+            {"tool_use_id": "b", "text": "bee one\nbee two\nbee three and more text here"},
+            {"tool_use_id": "l", "text": "a.py\nb.py\nc.py\nd.py\ne.py\nf.py\ng.py\nh.py\ni.py"},
+            {"tool_use_id": "t", "text": "all 3 tests passed, nothing else to see here"}]},
+        {"role": "assistant", "text": "done"}
+    ]}"#;
+
+    fn setup() -> (Transcript, Pins) {
+        let t = transcript::parse(SRC, None).unwrap();
+        let pairs = t.pairs().unwrap();
+        let pins = crate::pin::select(&t, &pairs, 1);
+        (t, pins)
+    }
+
+    /// The candidates' decisions with some results replaced by `note`s.
+    fn forged(t: &Transcript, pins: &Pins, notes: &[(&str, &str)]) -> Vec<Decision> {
+        pins.candidates
+            .iter()
+            .map(|p| {
+                let id = &t.call(p.call).id;
+                let action = match notes.iter().find(|(i, _)| i == id) {
+                    Some((_, n)) => Action::Replace {
+                        note: (*n).to_string(),
+                        recover: String::new(),
+                    },
+                    None => Action::Keep,
+                };
+                Decision {
+                    call: p.call,
+                    result: Some(p.result),
+                    action,
+                    keep_call: None,
+                    keep_result: None,
+                    source: "rules",
+                    reason: "test".into(),
+                }
+            })
+            .collect()
+    }
+
+    fn check(mode: RulesMode, allow_cmd: bool, notes: &[(&str, &str)]) -> Vec<String> {
+        let (t, pins) = setup();
+        let opts = RulesOptions {
+            allow_command_pointers: allow_cmd,
+            ..RulesOptions::default()
+        };
+        verify_decisions(mode, &t, &pins, &opts, &forged(&t, &pins, notes))
+    }
+
+    #[test]
+    fn recoverable_pointers_must_be_their_own_calls() {
+        let ok = [
+            ("a", "[removed: re-read /r/a.py to recover]"),
+            ("b", "[removed: re-read /r/b.py to recover; content verified on disk at compaction time]"),
+        ];
+        assert_eq!(
+            check(RulesMode::Recoverable, false, &ok),
+            Vec::<String>::new()
+        );
+        let cmd = [("l", "[removed: re-run `ls /r/src` to recover]")];
+        assert_eq!(
+            check(RulesMode::Recoverable, true, &cmd),
+            Vec::<String>::new()
+        );
+        for bad in [
+            ("a", "[removed: re-read /r/b.py to recover]"),
+            ("a", "[removed: re-read /r/a.py (lines 1-2) to recover]"),
+            ("b", "[removed: re-run `cat /r/b.py` to recover]"),
+            ("t", "[removed: re-run `pytest -q` to recover]"),
+            ("a", "[identical output kept at b]"),
+        ] {
+            let v = check(RulesMode::Recoverable, false, &[bad]);
+            assert_eq!(v.len(), 1, "{bad:?}");
+            assert!(
+                v[0].starts_with(&format!("result {} changed", bad.0)),
+                "{v:?}"
+            );
+        }
+        // A command pointer is only valid when command pointers are allowed.
+        assert_eq!(check(RulesMode::Recoverable, false, &cmd).len(), 1);
+        // Lossless accepts no recovery pointer at all.
+        assert!(!check(RulesMode::Lossless, false, &ok).is_empty());
+    }
+
+    #[test]
+    fn stash_notes_must_hold_their_own_hash() {
+        let (t, _) = setup();
+        let text = &t.messages[2].results[1].text;
+        let good = stash::note(text, 9, &stash::digest(text));
+        assert_eq!(
+            check(RulesMode::Stashed, false, &[("b", &good)]),
+            Vec::<String>::new()
+        );
+        // The same note on another result, or a note with another hash, is refused.
+        assert_eq!(check(RulesMode::Stashed, false, &[("a", &good)]).len(), 1);
+        let other = stash::note(text, 9, &stash::digest("something else"));
+        assert_eq!(check(RulesMode::Stashed, false, &[("b", &other)]).len(), 1);
+        // Recovery pointers are not stash notes.
+        let ptr = [("a", "[removed: re-read /r/a.py to recover]")];
+        assert_eq!(check(RulesMode::Stashed, false, &ptr).len(), 1);
+    }
+
+    #[test]
+    fn verify_on_a_reparsed_output_rejects_changed_texts() {
+        let (t, pins) = setup();
+        let opts = RulesOptions::default();
+        let note = "[removed: re-read /r/a.py to recover]";
+        let good = SRC.replace(
+            r#""     1\tone\n     2\ttwo\n     3\tthree and more text here""#,
+            &format!("\"{note}\""),
+        );
+        let after = transcript::parse(&good, None).unwrap();
+        assert_eq!(
+            verify(RulesMode::Recoverable, &t, &after, &pins, &opts),
+            Vec::<String>::new()
+        );
+        let edited = good.replace("\"done\"", "\"done!\"");
+        let after = transcript::parse(&edited, None).unwrap();
+        assert_eq!(
+            verify(RulesMode::Recoverable, &t, &after, &pins, &opts),
+            vec!["message 3: text changed".to_string()]
+        );
+        let input = good.replace("cat /r/b.py", "cat /r/c.py");
+        let after = transcript::parse(&input, None).unwrap();
+        assert_eq!(
+            verify(RulesMode::Recoverable, &t, &after, &pins, &opts),
+            vec!["message 1: tool calls changed".to_string()]
+        );
+    }
+}

@@ -6,4 +6,5 @@ mod explain;
 mod io;
 mod report;
 mod roundtrip;
+mod rules;
 mod support;
