@@ -146,11 +146,59 @@ fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
     move |source| Error::Io { what, source }
 }
 
-/// Store `bytes` in the stash directory under `name` (their SHA-256 in hex), atomically:
-/// a temporary file in the same directory, synced, renamed into place. The directory is
-/// created private (0700) and the file is private (0600). A file already there that holds
-/// the right bytes is left alone.
-pub fn stash_put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
+/// Store outputs in the stash directory, each under its name (the SHA-256 of its bytes in
+/// hex), in parallel. Each file is written atomically: a temporary file in the same
+/// directory, renamed into place; a file already there that holds the right bytes is left
+/// alone. The directory is created private (0700), files are private (0600), and the
+/// directory is synced once at the end rather than every file (recall re-hashes what it
+/// reads, so a file a crash damaged is refused, never misread). Returns, per entry, why it
+/// could not be stored.
+pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String>> {
+    use rayon::prelude::*;
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    if let Err(e) = builder.create(dir) {
+        let why = format!(
+            "could not create the stash directory {}: {e}",
+            dir.display()
+        );
+        return entries.iter().map(|_| Some(why.clone())).collect();
+    }
+    // Identical outputs share one file: write each name once (two threads must never
+    // write the same temporary file).
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let unique: Vec<usize> = (0..entries.len())
+        .filter(|&i| {
+            let fresh = !first.contains_key(entries[i].0);
+            first.entry(entries[i].0).or_insert(i);
+            fresh
+        })
+        .collect();
+    let written: Vec<Option<String>> = unique
+        .par_iter()
+        .map(|&i| {
+            stash_put_one(dir, entries[i].0, entries[i].1)
+                .err()
+                .map(|e| e.to_string())
+        })
+        .collect();
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    let by_name: std::collections::HashMap<&str, &Option<String>> =
+        unique.iter().map(|&i| entries[i].0).zip(&written).collect();
+    entries
+        .iter()
+        .map(|(name, _)| by_name[name].clone())
+        .collect()
+}
+
+fn stash_put_one(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
     use sha2::{Digest, Sha256};
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     let target = dir.join(name);
@@ -159,17 +207,6 @@ pub fn stash_put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
             return Ok(());
         }
     }
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir).map_err(stash_err(format!(
-        "could not create the stash directory {}",
-        dir.display()
-    )))?;
     let tmp = dir.join(format!(".tmp-{name}-{}", std::process::id()));
     let result = (|| {
         let mut opts = fs::OpenOptions::new();
@@ -181,7 +218,7 @@ pub fn stash_put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
         }
         let mut f = opts.open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        drop(f);
         fs::rename(&tmp, &target)
     })();
     if result.is_err() {

@@ -229,22 +229,33 @@ fn settle(
 ) -> bool {
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
-        let mut failed: Vec<usize> = Vec::new();
-        let mut first_error = None;
-        for (k, digest) in &a.rules_extra.stash {
-            let Some(r) = a.decisions[*k].result else {
-                continue;
-            };
-            let written = match &a.rules_extra.stash_dir {
-                Some(dir) => io::stash_put(dir, digest, t.result(r).text.as_bytes()),
-                None => Err(Error::Usage("no stash directory".into())),
-            };
-            if let Err(e) = written {
-                first_error.get_or_insert_with(|| e.to_string());
-                failed.push(*k);
-            }
-        }
-        if let Some(e) = first_error {
+        let entries: Vec<(&str, &[u8])> = a
+            .rules_extra
+            .stash
+            .iter()
+            .map(|(k, digest)| {
+                let text = a.decisions[*k]
+                    .result
+                    .map_or("", |r| t.result(r).text.as_str());
+                (digest.as_str(), text.as_bytes())
+            })
+            .collect();
+        let errors = match &a.rules_extra.stash_dir {
+            Some(dir) => io::stash_put_all(dir, &entries),
+            None => entries
+                .iter()
+                .map(|_| Some("no stash directory".to_string()))
+                .collect(),
+        };
+        let failed: Vec<usize> = a
+            .rules_extra
+            .stash
+            .iter()
+            .zip(&errors)
+            .filter(|(_, e)| e.is_some())
+            .map(|((k, _), _)| *k)
+            .collect();
+        if let Some(e) = errors.into_iter().flatten().next() {
             for &k in &failed {
                 a.decisions[k].action = Action::Keep;
                 a.decisions[k].reason = "stash_write_failed".into();

@@ -39,7 +39,7 @@ pub enum Opened {
 }
 
 /// File access for the disk check.
-pub trait FileProbe {
+pub trait FileProbe: Sync {
     /// The path with every symlink resolved (`realpath`); the OS error when it cannot be.
     fn real_path(&self, path: &Path) -> io::Result<PathBuf>;
     /// The bytes of a regular file of at most `max` bytes.

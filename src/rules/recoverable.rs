@@ -379,34 +379,63 @@ impl Later {
             destructive: NameIndex::new(dir_names),
             ..Later::default()
         };
-        for (i, c) in ctx.calls.iter().enumerate() {
-            let cmd = shell::shell_command(c.tool(), c.input());
-            if cmd.as_deref().is_some_and(shell::is_read_only) {
-                continue;
-            }
-            if cmd.is_none() && PURE_TOOLS.contains(&c.tool()) {
-                continue;
-            }
-            let text = input_text(c.input());
+        // What each call may have written, computed in parallel, folded in order.
+        struct Write {
+            wholesale: bool,
+            /// `Some(dir)` for an opaque call: `Some(Some(d))` under `d`, `Some(None)` anywhere.
+            opaque: Option<Option<String>>,
+            names: Vec<usize>,
+            destructive: Option<Vec<usize>>,
+        }
+        let writes: Vec<Option<Write>> = {
+            use rayon::prelude::*;
+            let l = &l;
+            ctx.calls
+                .par_iter()
+                .map(|c| {
+                    let cmd = shell::shell_command(c.tool(), c.input());
+                    if cmd.as_deref().is_some_and(shell::is_read_only)
+                        || (cmd.is_none() && PURE_TOOLS.contains(&c.tool()))
+                    {
+                        return None;
+                    }
+                    let text = input_text(c.input());
+                    let opaque = (!TARGETED_WRITE_TOOLS.contains(&c.tool())).then(|| {
+                        cwd_of(c.input())
+                            .filter(|d| d.starts_with('/') && !CHDIR.is_match(&text))
+                            .map(|d| dir_key(&normpath(d)))
+                    });
+                    Some(Write {
+                        wholesale: GIT_WORKTREE.is_match(&text),
+                        opaque,
+                        names: l.names.hits(&text),
+                        destructive: DESTRUCTIVE
+                            .is_match(&text)
+                            .then(|| l.destructive.hits(&text)),
+                    })
+                })
+                .collect()
+        };
+        for (i, w) in writes.into_iter().enumerate() {
+            let Some(w) = w else { continue };
             l.write = Some(i);
-            if GIT_WORKTREE.is_match(&text) {
+            if w.wholesale {
                 l.wholesale = Some(i);
             }
-            if !TARGETED_WRITE_TOOLS.contains(&c.tool()) {
-                l.opaque = Some(i);
-                let dir = cwd_of(c.input())
-                    .filter(|d| d.starts_with('/') && !CHDIR.is_match(&text))
-                    .map(normpath);
-                match dir {
-                    Some(d) => {
-                        l.opaque_dirs.insert(dir_key(&d), i);
-                    }
-                    None => l.opaque_anywhere = Some(i),
+            match w.opaque {
+                Some(Some(d)) => {
+                    l.opaque = Some(i);
+                    l.opaque_dirs.insert(d, i);
                 }
+                Some(None) => {
+                    l.opaque = Some(i);
+                    l.opaque_anywhere = Some(i);
+                }
+                None => {}
             }
-            l.names.add(i, &text);
-            if DESTRUCTIVE.is_match(&text) {
-                l.destructive.add(i, &text);
+            l.names.record(i, &w.names);
+            if let Some(d) = w.destructive {
+                l.destructive.record(i, &d);
             }
         }
         l
@@ -484,7 +513,13 @@ pub fn plan(ctx: &Context<'_>, opts: &Options<'_>, probe: &dyn FileProbe) -> Vec
             names.push(basename(&r.path));
             dir_names.extend(ancestors(&r.path).into_iter().map(basename));
         }
-        cmd_paths.push(info.cmd.as_deref().and_then(shell::command_paths));
+        // Only a read-only command's output is ever checked against later writes.
+        cmd_paths.push(
+            info.cmd
+                .as_deref()
+                .filter(|_| info.read_only())
+                .and_then(shell::command_paths),
+        );
     }
     let owned: Vec<&str> = cmd_paths
         .iter()
@@ -503,8 +538,9 @@ pub fn plan(ctx: &Context<'_>, opts: &Options<'_>, probe: &dyn FileProbe) -> Vec
         }
     }
     let named = named_text(ctx);
+    use rayon::prelude::*;
     ctx.candidates
-        .iter()
+        .par_iter()
         .zip(&infos)
         .map(|(&i, info)| plan_one(ctx, opts, probe, &later, &protected, &named, i, info))
         .collect()

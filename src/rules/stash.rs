@@ -115,6 +115,14 @@ pub fn decide(
         .map(|(p, _)| ctx.t.result(p.result).text.as_str())
         .collect();
     let mut tokens = counter.count_many(&texts).into_iter();
+    let mut digests = {
+        use rayon::prelude::*;
+        texts
+            .par_iter()
+            .map(|t| digest(t))
+            .collect::<Vec<_>>()
+            .into_iter()
+    };
     let mut stash = Vec::new();
     let decisions = base
         .into_iter()
@@ -135,7 +143,7 @@ pub fn decide(
                 .t
                 .result(d.result.expect("candidates have results"))
                 .text;
-            let hash = digest(text);
+            let hash = digests.next().unwrap_or_default();
             let note = note(text, n, &hash);
             if note.chars().count() >= text.chars().count() {
                 return Decision {

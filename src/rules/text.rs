@@ -9,8 +9,9 @@
 //! with every later one. [`NameIndex`] answers it in one pass instead: for a set of names
 //! fixed up front it records the last position of a text that mentions each.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
+
+use crate::fasthash::FastMap;
 
 use regex::Regex;
 use serde_json::Value;
@@ -74,19 +75,32 @@ fn is_plain_name(name: &str) -> bool {
 /// itself and each of its prefixes that ends right before a `.` (`a.py.bak` mentions `a`,
 /// `a.py` and `a.py.bak`).
 pub fn plain_mentions(text: &str, mut f: impl FnMut(&str)) {
+    let bytes = text.as_bytes();
     let mut start: Option<usize> = None;
-    for (i, c) in text
-        .char_indices()
-        .chain(std::iter::once((text.len(), ' ')))
-    {
-        if is_name_char(c) && i < text.len() {
+    let mut i = 0;
+    while i <= bytes.len() {
+        // The character at `i` (ASCII fast path) and its length; the end counts as a break.
+        let (name_char, dot, len) = match bytes.get(i) {
+            None => (false, false, 1),
+            Some(&b) if b < 0x80 => (
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-',
+                b == b'.',
+                1,
+            ),
+            Some(_) => {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                (is_word(c), false, c.len_utf8())
+            }
+        };
+        if name_char {
             let s = *start.get_or_insert(i);
-            if c == '.' && i > s {
+            if dot && i > s {
                 f(&text[s..i]);
             }
         } else if let Some(s) = start.take() {
             f(&text[s..i]);
         }
+        i += len;
     }
 }
 
@@ -94,8 +108,10 @@ pub fn plain_mentions(text: &str, mut f: impl FnMut(&str)) {
 /// text that mentions each name.
 #[derive(Debug, Default)]
 pub struct NameIndex {
-    plain: HashMap<String, usize>,
+    plain: FastMap<String, usize>,
     odd: Vec<(String, Option<usize>)>,
+    /// Matches any odd name as a substring: most texts mention none, and skip them at once.
+    odd_any: Option<Regex>,
     last: Vec<Option<usize>>,
 }
 
@@ -103,6 +119,7 @@ impl NameIndex {
     /// An index over these names (duplicates allowed; empty names are never mentioned).
     pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> NameIndex {
         let mut ix = NameIndex::default();
+        let mut seen_odd = std::collections::HashSet::new();
         for n in names {
             if n.is_empty() {
                 continue;
@@ -112,9 +129,13 @@ impl NameIndex {
                     ix.plain.insert(n.to_string(), ix.last.len());
                     ix.last.push(None);
                 }
-            } else if !ix.odd.iter().any(|(o, _)| o == n) {
+            } else if seen_odd.insert(n) {
                 ix.odd.push((n.to_string(), None));
             }
+        }
+        if !ix.odd.is_empty() {
+            let alternation: Vec<String> = ix.odd.iter().map(|(n, _)| regex::escape(n)).collect();
+            ix.odd_any = Regex::new(&alternation.join("|")).ok();
         }
         ix
     }
@@ -122,18 +143,41 @@ impl NameIndex {
     /// Record that the text at `pos` was seen. Texts may come in any order; the largest
     /// position wins.
     pub fn add(&mut self, pos: usize, text: &str) {
+        let hits = self.hits(text);
+        self.record(pos, &hits);
+    }
+
+    /// Which of the names `text` mentions (opaque ids for [`NameIndex::record`]). Takes
+    /// `&self`, so many texts can be scanned in parallel.
+    pub fn hits(&self, text: &str) -> Vec<usize> {
+        let mut out = Vec::new();
         if !self.plain.is_empty() {
-            let (plain, last) = (&self.plain, &mut self.last);
             plain_mentions(text, |m| {
-                if let Some(&k) = plain.get(m) {
-                    last[k] = Some(last[k].map_or(pos, |p| p.max(pos)));
+                if let Some(&k) = self.plain.get(m) {
+                    out.push(k);
                 }
             });
         }
-        for (name, last) in &mut self.odd {
-            if last.is_none_or(|p| p < pos) && mentions(text, name) {
-                *last = Some(pos);
+        if self.odd_any.as_ref().is_none_or(|re| re.is_match(text)) {
+            for (j, (name, _)) in self.odd.iter().enumerate() {
+                if mentions(text, name) {
+                    out.push(self.last.len() + j);
+                }
             }
+        }
+        out
+    }
+
+    /// Record [`NameIndex::hits`] of a text at `pos`.
+    pub fn record(&mut self, pos: usize, hits: &[usize]) {
+        let n = self.last.len();
+        for &k in hits {
+            let slot = if k < n {
+                &mut self.last[k]
+            } else {
+                &mut self.odd[k - n].1
+            };
+            *slot = Some(slot.map_or(pos, |p| p.max(pos)));
         }
     }
 
