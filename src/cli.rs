@@ -67,7 +67,7 @@ pub struct CompactArgs {
     #[arg(long, default_value = "auto")]
     pub provider: String,
 
-    /// Policy for `--provider rules`: `lossless` (default), `recoverable`, `lossy`, `stashed`.
+    /// Policy for `--provider rules`: `lossless` (the default), `recoverable`, `lossy`, `stashed`.
     ///
     /// lossless: replaces an output only by a pointer to a later output holding the same
     /// bytes. recoverable: also replaces an old read by `[removed: re-read <path> to
@@ -75,9 +75,9 @@ pub struct CompactArgs {
     /// may remove output the agent still needs; no guarantee): drops superseded and stale
     /// outputs, trims large old ones. stashed: removes what lossy or recoverable would, but
     /// stores the exact bytes first ($LCC_STASH_DIR, default ~/.cache/lcc/stash); `lcc
-    /// recall <id>` prints them back.
-    #[arg(long = "rules-mode", default_value = "lossless")]
-    pub rules_mode: String,
+    /// recall <id>` prints them back. Needs --provider rules.
+    #[arg(long = "rules-mode", value_name = "MODE")]
+    pub rules_mode: Option<String>,
 
     /// recoverable/stashed: let the files under this directory decide file pointers (the
     /// disk check): a read is replaced only when the file still holds exactly what was read.

@@ -150,7 +150,7 @@ impl CompactSettings {
                 )))
             }
         };
-        let rules_mode = match a.rules_mode.as_str() {
+        let rules_mode = match a.rules_mode.as_deref().unwrap_or("lossless") {
             "lossless" => RulesMode::Lossless,
             "recoverable" => RulesMode::Recoverable,
             "lossy" => RulesMode::Lossy,
@@ -240,6 +240,7 @@ fn rules_options(
     env: &Env,
 ) -> Result<RulesOptions, Error> {
     let given: Vec<(&str, bool)> = vec![
+        ("--rules-mode", a.rules_mode.is_some()),
         ("--workspace-root", a.workspace_root.is_some()),
         ("--no-disk-check", a.no_disk_check),
         ("--allow-command-pointers", a.allow_command_pointers),
