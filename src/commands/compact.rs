@@ -127,7 +127,24 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         (counts, count_ms, stages)
     });
-    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages;
+    let (mut assessment, rebuilt, decide_ms, mut rebuild_ms) = stages;
+    let rebuilt = match rebuilt {
+        Some(r) => r,
+        None => {
+            // Stash notes name their token counts, which are the pieces just counted.
+            let tr = Instant::now();
+            let first_result = result_piece_offsets(&t);
+            rules::stash::finish_notes(
+                &t,
+                &mut assessment.decisions,
+                &mut assessment.rules_extra,
+                |r| piece_counts[first_result[r.message] + r.block],
+            );
+            let r = rebuild_and_verify(s, &t, &pins, src, &mut assessment);
+            rebuild_ms += ms(tr);
+            r
+        }
+    };
     let acc = report::account(
         &t,
         &pieces,
@@ -162,19 +179,47 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     })
 }
 
-/// Decide, rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
-/// everything), then settle the rules pass's side effects (stash writes, disk re-hash).
+/// Where each message's first result sits in [`report::Pieces::all`].
+fn result_piece_offsets(t: &Transcript) -> Vec<usize> {
+    let mut k = 0;
+    t.messages
+        .iter()
+        .map(|m| {
+            let first = k + 1 + m.calls.len();
+            k = first + m.results.len();
+            first
+        })
+        .collect()
+}
+
+/// Decide, then rebuild and verify — unless the decisions wait for token counts (stash
+/// notes), which the caller fills in from the pieces it counts before rebuilding.
 fn decide_and_rebuild(
     s: &CompactSettings,
     t: &Transcript,
     pins: &Pins,
     src: &str,
-) -> (Assessment, rebuild::Rebuilt, u64, u64) {
+) -> (Assessment, Option<rebuild::Rebuilt>, u64, u64) {
     let td = Instant::now();
     let mut assessment = assess(s, t, pins);
     let decide_ms = ms(td);
-
+    if assessment.rules_extra.notes_pending {
+        return (assessment, None, decide_ms, 0);
+    }
     let tr = Instant::now();
+    let rebuilt = rebuild_and_verify(s, t, pins, src, &mut assessment);
+    (assessment, Some(rebuilt), decide_ms, ms(tr))
+}
+
+/// Rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
+/// everything), then settle the rules pass's side effects (stash writes, disk re-hash).
+fn rebuild_and_verify(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    src: &str,
+    assessment: &mut Assessment,
+) -> rebuild::Rebuilt {
     let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
     if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
         if assessment
@@ -188,15 +233,15 @@ fn decide_and_rebuild(
                 violations.push(format!("the rebuilt transcript does not parse: {e}"));
             }
             if !violations.is_empty() {
-                fail_safe_keep_all(&mut assessment, mode.name(), violations);
+                fail_safe_keep_all(assessment, mode.name(), violations);
                 rebuilt = rebuild::apply(t, src, &assessment.decisions);
             }
         }
     }
-    if settle(s, t, &mut assessment, &io::DiskProbe) {
+    if settle(s, t, assessment, &io::DiskProbe) {
         rebuilt = rebuild::apply(t, src, &assessment.decisions);
     }
-    (assessment, rebuilt, decide_ms, ms(tr))
+    rebuilt
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -294,15 +339,9 @@ fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
         // Refused in settings until the judge lands.
         ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
     };
-    let (decisions, extra) = rules::decide(
-        mode,
-        t,
-        pins,
-        &s.question,
-        &s.rules,
-        &io::DiskProbe,
-        s.counter,
-    );
+    // Stash notes wait for the token counts the pipeline makes anyway (no second count).
+    let (decisions, extra) =
+        rules::decide(mode, t, pins, &s.question, &s.rules, &io::DiskProbe, None);
     let mut a = Assessment::rules(mode, decisions);
     a.rules_extra = extra;
     if pins.candidates.is_empty() {
@@ -498,7 +537,15 @@ mod tests {
     fn decided(s: &CompactSettings, probe: &MemProbe) -> (Transcript, Assessment) {
         let t = transcript::parse(SRC, None).unwrap();
         let pins = pin::select(&t, &t.pairs().unwrap(), s.preserve_recent);
-        let (d, extra) = rules::decide(s.rules_mode, &t, &pins, "", &s.rules, probe, s.counter);
+        let (d, extra) = rules::decide(
+            s.rules_mode,
+            &t,
+            &pins,
+            "",
+            &s.rules,
+            probe,
+            Some(s.counter),
+        );
         let mut a = Assessment::rules(s.rules_mode, d);
         a.rules_extra = extra;
         (t, a)

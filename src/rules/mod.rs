@@ -102,9 +102,16 @@ pub struct Extras {
     pub stash_dir: Option<PathBuf>,
     /// The workspace root the disk stamps are checked against.
     pub root: Option<PathBuf>,
+    /// The stash notes still lack their token counts: call [`stash::finish_notes`] before
+    /// rebuilding.
+    pub notes_pending: bool,
 }
 
 /// Run a policy over the candidates. Decisions come back in candidate order.
+///
+/// Stash notes name the token count of the output they replace. With a `counter` they are
+/// counted here; without one they are left pending (`Extras::notes_pending`) for a caller
+/// that counts the transcript anyway and fills them in with [`stash::finish_notes`].
 pub fn decide(
     mode: RulesMode,
     t: &Transcript,
@@ -112,7 +119,7 @@ pub fn decide(
     goal: &str,
     opts: &RulesOptions,
     probe: &dyn FileProbe,
-    counter: Counter,
+    counter: Option<Counter>,
 ) -> (Vec<Decision>, Extras) {
     let mut extras = Extras {
         recoverability_check: opts.recoverability_check(mode),
@@ -136,8 +143,24 @@ pub fn decide(
         RulesMode::Lossy => lossy::decide(&calls::Context::new(t, pins, goal)),
         RulesMode::Stashed => {
             let ctx = calls::Context::new(t, pins, goal);
-            let (d, stash) = stash::decide(&ctx, &opts.recoverable(), probe, counter);
+            let (mut d, stash) = stash::decide(&ctx, &opts.recoverable(), probe);
             extras.stash = stash;
+            extras.notes_pending = true;
+            if let Some(counter) = counter {
+                let texts: Vec<&str> = extras
+                    .stash
+                    .iter()
+                    .filter_map(|(k, _)| d[*k].result.map(|r| t.result(r).text.as_str()))
+                    .collect();
+                let counts: crate::fasthash::FastMap<&str, usize> = texts
+                    .iter()
+                    .copied()
+                    .zip(counter.count_many(&texts))
+                    .collect();
+                stash::finish_notes(t, &mut d, &mut extras, |r| {
+                    counts[t.result(r).text.as_str()]
+                });
+            }
             d
         }
     };

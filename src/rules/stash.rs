@@ -24,8 +24,7 @@ use super::calls::Context;
 use super::disk::FileProbe;
 use super::recoverable::{self, Plan};
 use crate::decide::{Action, Decision};
-use crate::tokens::Counter;
-use crate::transcript::{BlockRef, ToolResult};
+use crate::transcript::{BlockRef, ToolResult, Transcript};
 
 /// Hex digits of the id a note shows.
 pub const ID_LEN: usize = 12;
@@ -74,12 +73,12 @@ pub fn is_note_of(original: &str, new: &str) -> bool {
 }
 
 /// Decide every candidate. Returns the decisions (candidate order) and the stash entries:
-/// (decision index, digest of the result text to write).
+/// (decision index, digest of the result text to write). The stashed results' notes are
+/// left empty until [`finish_notes`] knows their token counts.
 pub fn decide(
     ctx: &Context<'_>,
     opts: &recoverable::Options<'_>,
     probe: &dyn FileProbe,
-    counter: Counter,
 ) -> (Vec<Decision>, Vec<(usize, String)>) {
     let lossy = super::lossy::decide(ctx);
     // Command pointers never matter here: the bytes are stashed, not re-run.
@@ -114,7 +113,6 @@ pub fn decide(
         .filter(|(_, e)| e.is_some())
         .map(|(p, _)| ctx.t.result(p.result).text.as_str())
         .collect();
-    let mut tokens = counter.count_many(&texts).into_iter();
     let mut digests = {
         use rayon::prelude::*;
         texts
@@ -130,7 +128,7 @@ pub fn decide(
         .enumerate()
         .map(|(k, (d, why))| {
             if d.action != Action::Keep {
-                return d; // a lossless dedupe
+                return d; // a lossless dedupe (eligible results are never deduped)
             }
             let Some(why) = why else {
                 return Decision {
@@ -138,24 +136,13 @@ pub fn decide(
                     ..d
                 };
             };
-            let n = tokens.next().unwrap_or(0);
-            let text = &ctx
-                .t
-                .result(d.result.expect("candidates have results"))
-                .text;
             let hash = digests.next().unwrap_or_default();
-            let note = note(text, n, &hash);
-            if note.chars().count() >= text.chars().count() {
-                return Decision {
-                    reason: "short_result_kept_whole".into(),
-                    ..d
-                };
-            }
-            stash.push((k, hash.clone()));
+            let recover = format!("lcc recall {}", &hash[..ID_LEN]);
+            stash.push((k, hash));
             Decision {
                 action: Action::Replace {
-                    recover: format!("lcc recall {}", &hash[..ID_LEN]),
-                    note,
+                    note: String::new(),
+                    recover,
                 },
                 reason: format!("stashed:{why}"),
                 ..d
@@ -163,6 +150,35 @@ pub fn decide(
         })
         .collect();
     (decisions, stash)
+}
+
+/// Write the stash notes now that the token counts of the stashed results are known. A
+/// result whose note would not be shorter is kept whole (`short_result_kept_whole`) and
+/// leaves the stash list.
+pub fn finish_notes(
+    t: &Transcript,
+    decisions: &mut [Decision],
+    extras: &mut super::Extras,
+    tokens: impl Fn(BlockRef) -> usize,
+) {
+    extras.stash.retain(|(k, hash)| {
+        let d = &mut decisions[*k];
+        let Some(r) = d.result else {
+            return false;
+        };
+        let text = &t.result(r).text;
+        let note = note(text, tokens(r), hash);
+        if note.chars().count() >= text.chars().count() {
+            d.action = Action::Keep;
+            d.reason = "short_result_kept_whole".into();
+            return false;
+        }
+        if let Action::Replace { note: n, .. } = &mut d.action {
+            *n = note;
+        }
+        true
+    });
+    extras.notes_pending = false;
 }
 
 /// The verifier's hook: a changed result is accepted when it is its own stash note.

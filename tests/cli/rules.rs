@@ -1236,3 +1236,45 @@ fn a_codex_session_decides_like_the_reference() {
         }
     }
 }
+
+/// The pipeline fills stash notes in from the token counts it makes for the report; they
+/// must be the notes the policy writes when it counts on its own.
+#[test]
+fn stash_notes_from_the_pipeline_counts_match_a_direct_count() {
+    let path = fixture("rules/codex-session.json");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let t = lcc::transcript::parse(&src, None).unwrap();
+    let pins = lcc::pin::select(&t, &t.pairs().unwrap(), 6);
+    let opts = lcc::rules::RulesOptions {
+        disk_check: true,
+        ..Default::default()
+    };
+    let (direct, extras) = lcc::rules::decide(
+        lcc::rules::RulesMode::Stashed,
+        &t,
+        &pins,
+        "explain how merge_span in src/router.py works",
+        &opts,
+        &lcc::io::DiskProbe,
+        Some(lcc::tokens::Counter::for_model("gpt-4.1")),
+    );
+    assert!(!extras.notes_pending);
+    let o = rules_in(
+        None,
+        &serde_json::from_str(&src).unwrap(),
+        "stashed",
+        "explain how merge_span in src/router.py works",
+        &["--preserve-recent", "6"],
+    );
+    let mut n = 0;
+    for d in &direct {
+        let id = &t.call(d.call).id;
+        let r = decision(&o.report, id);
+        assert_eq!(r["decision"], d.action.kind(), "{id}");
+        if let lcc::decide::Action::Replace { note, .. } = &d.action {
+            assert_eq!(r["note"], note.as_str(), "{id}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 27);
+}
