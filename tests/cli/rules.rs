@@ -1061,6 +1061,18 @@ fn recall_refuses_a_tampered_file_and_unknown_ids() {
     assert!(r.stderr.contains("not a stash id"), "{}", r.stderr);
     let r = recall(&o.dir.path().join("nowhere"), &["0123456789ab"]).expect(2);
     assert!(r.stderr.contains("not found"), "{}", r.stderr);
+    // Compacting again rewrites the damaged file.
+    let t = session(
+        {
+            let mut c = vec![bash("c1", "npm run build", &big("HEAD"))];
+            c.extend(fillers(0, 25));
+            c
+        },
+        1,
+    );
+    let again = rules_in(Some(o.dir), &t, "stashed", "finish the parser", &[]);
+    let back = recall(&again.dir.path().join("stash"), &[&id]).expect(0);
+    assert_eq!(back.stdout, big("HEAD").as_bytes());
 }
 
 #[test]
