@@ -15,6 +15,9 @@ the note and `kept_at`. Differences are grouped; the known, deliberate ones are 
                     `keep_disk_outside_root` (the seed's reason list).
   stash_note        stashed mode: the same result stashed under the same hash, but our note
                     also counts lines (`[removed: N lines, M tokens · lcc recall <id>]`).
+  nonstring_text    stashed mode: a result whose `text` is not a string (a list of blocks, an
+                    object) is stashed as its compact JSON; Python escapes non-ASCII there
+                    (`json.dumps` defaults), we keep it, so the bytes and the id differ.
   stash_note_longer stashed mode: a short result Python stashes and we keep whole, because our
                     note (with its line count) would not be shorter than the result (the
                     result is shorter than Python's note plus the ` N lines,` we add).
@@ -59,7 +62,7 @@ def key(d: dict) -> tuple:
     return (d["decision"], d["reason"], d.get("note"), d.get("kept_at"))
 
 
-def classify(py: dict | None, rs: dict | None) -> str:
+def classify(py: dict | None, rs: dict | None, nonstring: set[str] = frozenset()) -> str:
     if py is not None and rs is not None:
         if rs.get("source") == "pin" and py.get("source") != "pin":
             return "pin_boundary"
@@ -69,6 +72,8 @@ def classify(py: dict | None, rs: dict | None) -> str:
                 return "pointer_cwd"
         if py["reason"] == "keep_disk_dotdot" and rs["reason"] == "keep_disk_outside_root":
             return "dotdot_reason"
+        if py["reason"].startswith("stashed:") and py["id"] in nonstring:
+            return "nonstring_text"
         if (py["decision"], py["reason"]) == (rs["decision"], rs["reason"]) and py["reason"].startswith("stashed:"):
             pid = (py.get("note") or "").rsplit(" ", 1)[-1]
             rid = (rs.get("note") or "").rsplit(" ", 1)[-1]
@@ -110,6 +115,10 @@ def main() -> int:
         run([sys.executable, str(refkit / "gen_transcript.py"), "--messages", str(args.messages),
              "--seed", str(seed), "-o", str(transcript), "--meta", str(meta), *args.gen_args.split()], env)
         question = json.loads(meta.read_text())["question"]
+        msgs = json.loads(transcript.read_text())
+        msgs = msgs["messages"] if isinstance(msgs, dict) else msgs
+        nonstring = {r.get("tool_use_id") for m in msgs for r in (m.get("toolResults") or [])
+                     if not isinstance(r.get("text"), (str, type(None)))}
         for mode in args.modes.split(","):
             outs = {}
             for tool, exe, extra in (("py", str(py_lcc), ["--mode", "tool-calls"]), ("rs", args.lcc, ["--quiet"])):
@@ -126,7 +135,7 @@ def main() -> int:
                 if a is not None and b is not None and key(a) == key(b):
                     same += 1
                     continue
-                label = classify(a, b)
+                label = classify(a, b, nonstring)
                 g = (label, a and (a["decision"], a["reason"].split(":")[0]),
                      b and (b["decision"], b["reason"].split(":")[0]))
                 groups[g].append(cid)
