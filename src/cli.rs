@@ -25,6 +25,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print a tool output that `--rules-mode stashed` removed, after checking its hash.
     Recall(RecallArgs),
+    /// Serve the same pass to MCP clients over stdio (tools compact_transcript, explain_report).
+    Mcp,
 }
 
 #[derive(Debug, Args)]
@@ -75,9 +77,9 @@ pub struct CompactArgs {
     /// may remove output the agent still needs; no guarantee): drops superseded and stale
     /// outputs, trims large old ones. stashed: removes what lossy or recoverable would, but
     /// stores the exact bytes first ($LCC_STASH_DIR, default ~/.cache/lcc/stash); `lcc
-    /// recall <id>` prints them back. Needs --provider rules.
-    #[arg(long = "rules-mode", value_name = "MODE")]
-    pub rules_mode: Option<String>,
+    /// recall <id>` prints them back. A mode other than lossless needs --provider rules.
+    #[arg(long = "rules-mode", value_name = "MODE", default_value = "lossless")]
+    pub rules_mode: String,
 
     /// recoverable/stashed: let the files under this directory decide file pointers (the
     /// disk check): a read is replaced only when the file still holds exactly what was read.
@@ -145,6 +147,16 @@ pub struct CompactArgs {
     /// Write the JSON report here.
     #[arg(short = 'r', long)]
     pub report: Option<PathBuf>,
+
+    /// Input format: lcc, claude-code, anthropic, openai-chat, openai-responses or codex
+    /// (default: detected from the content). The output is written in the same format.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Treat reading warnings as errors: a torn last JSONL line exits 2 instead of being
+    /// left as it was.
+    #[arg(long)]
+    pub strict: bool,
 
     /// Decide and report, but write no transcript (and, with --rules-mode stashed, store
     /// nothing in the stash).

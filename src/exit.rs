@@ -45,6 +45,17 @@ pub fn status_for(err: &anyhow::Error) -> ExitStatus {
     }
 }
 
+/// The line an error is reported with (`error: …`): on stderr by the CLI, and as the text of
+/// an MCP tool error by `lcc mcp`.
+pub fn message(err: &anyhow::Error) -> String {
+    // Our own errors already carry their cause in their message.
+    if err.downcast_ref::<Error>().is_some() {
+        format!("error: {err}")
+    } else {
+        format!("error: {err:#}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -244,3 +244,19 @@ pub fn stash_find(dir: &Path, prefix: &str) -> Result<Vec<String>, Error> {
     out.sort();
     Ok(out)
 }
+
+/// Read a key file: `None` when it does not exist (or is not a file); an unreadable file is
+/// an I/O error (exit 1) rather than a silent "no key".
+pub fn read_key_file(path: &Path) -> Result<Option<String>, Error> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = fs::read(path).map_err(|source| Error::Io {
+        what: format!("could not read the Jev key file {}", path.display()),
+        source,
+    })?;
+    String::from_utf8(bytes).map(Some).map_err(|_| Error::Io {
+        what: format!("could not read the Jev key file {}", path.display()),
+        source: std::io::Error::other("not valid UTF-8"),
+    })
+}

@@ -116,6 +116,30 @@ pub fn parse_shallow(
     Ok(node)
 }
 
+/// Parse the one JSON value that starts at `from` (after optional whitespace), whatever
+/// follows it: the node's `end` says where it stopped. For streams of concatenated values
+/// (JSONL, or pretty-printed records spanning lines).
+pub fn parse_value_at(src: &str, from: usize) -> Result<Node, SyntaxError> {
+    parse_value_at_shallow(src, from, usize::MAX)
+}
+
+/// [`parse_value_at`] that defers containers deeper than `build_depth` (see [`parse_shallow`]).
+pub fn parse_value_at_shallow(
+    src: &str,
+    from: usize,
+    build_depth: usize,
+) -> Result<Node, SyntaxError> {
+    let mut p = Parser {
+        s: src,
+        b: src.as_bytes(),
+        pos: from,
+        depth: 0,
+        build_depth,
+    };
+    p.ws();
+    p.value()
+}
+
 /// Parse a whole document.
 pub fn parse(src: &str) -> Result<Node, SyntaxError> {
     let start = if src.starts_with('\u{feff}') { 3 } else { 0 };

@@ -19,6 +19,8 @@ pub mod explain;
 pub mod fasthash;
 pub mod io;
 pub mod json;
+pub mod judge;
+pub mod mcp;
 pub mod pin;
 pub mod rebuild;
 pub mod report;
@@ -39,5 +41,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Explain(args) => commands::explain::run(&args),
         Command::Recall(args) => commands::recall::run(&args, &settings::Env::read()),
+        Command::Mcp => mcp::serve(),
     }
 }

@@ -14,12 +14,7 @@ fn main() -> ExitCode {
             if status == lcc::exit::ExitStatus::BrokenPipe {
                 return ExitCode::SUCCESS;
             }
-            // Our own errors already carry their cause in their message.
-            let _ = if err.downcast_ref::<lcc::error::Error>().is_some() {
-                writeln!(std::io::stderr(), "error: {err}")
-            } else {
-                writeln!(std::io::stderr(), "error: {err:#}")
-            };
+            let _ = writeln!(std::io::stderr(), "{}", lcc::exit::message(&err));
             status.into()
         }
     }

@@ -66,6 +66,18 @@ pub fn apply(t: &Transcript, src: &str, decisions: &[Decision]) -> Rebuilt {
     for s in &removed_blocks {
         removal.entry(s.container).or_default().insert(s.index);
     }
+    // Elements that live and die with messages (a reasoning item and the calls it produced).
+    for c in &t.layout.companions {
+        if c.messages
+            .iter()
+            .all(|m| removed_messages.binary_search(m).is_ok())
+        {
+            removal
+                .entry(c.slot.container)
+                .or_default()
+                .insert(c.slot.index);
+        }
+    }
 
     // Children before parents: a container emptied by this pass is removed from its parent
     // object instead of being left as `[]`.
@@ -102,7 +114,12 @@ pub fn apply(t: &Transcript, src: &str, decisions: &[Decision]) -> Rebuilt {
             })),
         }
     }
-    edits.extend(transcript::extra_edits(t, src, &removed_messages));
+    edits.extend(transcript::extra_edits(
+        t,
+        src,
+        &removed_messages,
+        decisions,
+    ));
     Rebuilt {
         text: json::splice(src, edits),
         removed_messages,
@@ -127,6 +144,40 @@ fn text_edit(src: &str, slot: &TextSlot, new_text: &str) -> Edit {
                     json::quote(key, false),
                     json::quote(new_text, false)
                 ),
+            }
+        }
+        TextSlot::Blocks {
+            start,
+            end,
+            first_text,
+            text_type,
+        } => {
+            // Keep the array's own layout: the whitespace after `[` and before `]`.
+            let inner = &src[start + 1..end - 1];
+            let lead = &inner[..inner.len() - inner.trim_start().len()];
+            let trail = &inner[inner.trim_end().len()..];
+            let (lead, trail) = if inner.trim().is_empty() {
+                ("", "")
+            } else {
+                (lead, trail)
+            };
+            let block = match first_text {
+                Some(b) => format!(
+                    "{}{}{}",
+                    &src[b.start..b.value_start],
+                    json::quote(new_text, false),
+                    &src[b.value_end..b.end]
+                ),
+                None => format!(
+                    "{{\"type\":{},\"text\":{}}}",
+                    json::quote(text_type, false),
+                    json::quote(new_text, false)
+                ),
+            };
+            Edit {
+                start: *start,
+                end: *end,
+                text: format!("[{lead}{block}{trail}]"),
             }
         }
     }

@@ -2,14 +2,28 @@
 //!
 //! This is the only module that reads the environment, and the one place flags are refused
 //! or range-checked (exit 2, naming the flag).
+//!
+//! # Environment
+//! | variable | effect |
+//! |---|---|
+//! | `LCC_DISABLE_NETWORK=1` | no network judge at all (Jev is not asked; `auto` runs the rules) |
+//! | `TYPESAFE_API_KEY` | the Jev key (whitespace-stripped) |
+//! | `LCC_TYPESAFE_KEY_FILE` | file holding the key when `TYPESAFE_API_KEY` is unset (default `~/.config/lcc/typesafe.key`) |
+//! | `TYPESAFE_ENDPOINT` | full System One URL (default `https://api.typesafe.ai/v1/systemone`); `http://` only for loopback hosts |
+//! | `LCC_RETRY_BASE_MS` | hidden, for tests and benches: first retry back-off in ms (default 500, doubling, capped at 8 s) |
+//! | `LCC_JEV_TIMEOUT_MS` | hidden, for tests: per-attempt request timeout in ms (default 30 000) |
+//!
+//! The key is held in an [`ApiKey`], whose `Debug` never shows it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::cli::CompactArgs;
 use crate::decide::Thresholds;
 use crate::error::Error;
 use crate::rules::{RulesMode, RulesOptions};
 use crate::tokens::Counter;
+use crate::transcript::Format;
 
 /// Which provider the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,24 +61,43 @@ pub struct Env {
     /// Where `--rules-mode stashed` stores removed outputs: `$LCC_STASH_DIR`, else
     /// `$XDG_CACHE_HOME/lcc/stash`, else `$HOME/.cache/lcc/stash` (`None` when none is set).
     pub stash_dir: Option<PathBuf>,
+    /// `TYPESAFE_API_KEY`, as set (not yet stripped).
+    pub api_key: Option<ApiKey>,
+    /// `LCC_TYPESAFE_KEY_FILE`.
+    pub key_file: Option<PathBuf>,
+    /// `HOME`, for the default key file.
+    pub home: Option<PathBuf>,
+    /// `TYPESAFE_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// `LCC_RETRY_BASE_MS`.
+    pub retry_base_ms: Option<String>,
+    /// `LCC_JEV_TIMEOUT_MS`.
+    pub timeout_ms: Option<String>,
 }
 
 impl Env {
     pub fn read() -> Env {
-        let var = |k: &str| {
+        let var = |k: &str| std::env::var(k).ok();
+        let path_var = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let stash_dir = var("LCC_STASH_DIR")
+        let stash_dir = path_var("LCC_STASH_DIR")
             .or_else(|| {
-                var("XDG_CACHE_HOME")
+                path_var("XDG_CACHE_HOME")
                     .filter(|p| p.is_absolute())
                     .map(|p| p.join("lcc").join("stash"))
             })
-            .or_else(|| var("HOME").map(|h| h.join(".cache").join("lcc").join("stash")));
+            .or_else(|| path_var("HOME").map(|h| h.join(".cache").join("lcc").join("stash")));
         Env {
-            network_disabled: std::env::var("LCC_DISABLE_NETWORK").is_ok_and(|v| v == "1"),
+            network_disabled: var("LCC_DISABLE_NETWORK").is_some_and(|v| v == "1"),
+            api_key: var("TYPESAFE_API_KEY").map(ApiKey),
+            key_file: std::env::var_os("LCC_TYPESAFE_KEY_FILE").map(PathBuf::from),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            endpoint: var("TYPESAFE_ENDPOINT"),
+            retry_base_ms: var("LCC_RETRY_BASE_MS"),
+            timeout_ms: var("LCC_JEV_TIMEOUT_MS"),
             stash_dir,
         }
     }
@@ -74,6 +107,71 @@ impl Env {
         self.stash_dir.clone().ok_or_else(|| {
             usage("no stash directory: set LCC_STASH_DIR (or HOME) to say where removed outputs are stored")
         })
+    }
+}
+
+/// A secret: never shown by `Debug`, never written anywhere but the `Authorization` header.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ApiKey(pub String);
+
+impl ApiKey {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// The default System One endpoint.
+pub const DEFAULT_JEV_ENDPOINT: &str = "https://api.typesafe.ai/v1/systemone";
+
+/// Why no Jev client can be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JevUnavailable {
+    NetworkDisabled,
+    NoKey,
+}
+
+impl JevUnavailable {
+    /// Plain words, for warnings.
+    pub fn describe(self) -> &'static str {
+        match self {
+            JevUnavailable::NetworkDisabled => "network disabled (LCC_DISABLE_NETWORK=1)",
+            JevUnavailable::NoKey => {
+                "no API key (set TYPESAFE_API_KEY or put the key in the file named by LCC_TYPESAFE_KEY_FILE, default ~/.config/lcc/typesafe.key)"
+            }
+        }
+    }
+}
+
+/// How to reach Jev (System One), and how patiently.
+#[derive(Debug, Clone)]
+pub struct JevConfig {
+    /// Full URL of the System One endpoint (validated: https, or http on a loopback host).
+    pub endpoint: String,
+    /// The key, or why there is no client.
+    pub key: Result<ApiKey, JevUnavailable>,
+    pub model: String,
+    /// Per-attempt timeout (connect + request + body).
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Attempts per request, the first included.
+    pub max_attempts: u32,
+    /// First back-off; doubles per attempt up to `retry_cap`.
+    pub retry_base: Duration,
+    pub retry_cap: Duration,
+    /// Longest `Retry-After` honoured.
+    pub retry_after_cap: Duration,
+}
+
+impl JevConfig {
+    /// Is a client possible (a key and the network)?
+    pub fn available(&self) -> bool {
+        self.key.is_ok()
     }
 }
 
@@ -93,11 +191,16 @@ pub struct CompactSettings {
     pub min_reduction: f64,
     pub counter: Counter,
     pub jev_model: String,
+    pub jev: JevConfig,
     pub output: Option<PathBuf>,
     pub report: Option<PathBuf>,
     pub dry_run: bool,
     pub quiet: bool,
     pub env: Env,
+    /// `--format`: read (and write) this format instead of detecting it.
+    pub format: Option<Format>,
+    /// `--strict`: reading warnings (a torn last JSONL line) are errors.
+    pub strict: bool,
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -150,7 +253,7 @@ impl CompactSettings {
                 )))
             }
         };
-        let rules_mode = match a.rules_mode.as_deref().unwrap_or("lossless") {
+        let rules_mode = match a.rules_mode.as_str() {
             "lossless" => RulesMode::Lossless,
             "recoverable" => RulesMode::Recoverable,
             "lossy" => RulesMode::Lossy,
@@ -162,7 +265,7 @@ impl CompactSettings {
             }
         };
         let rules = rules_options(a, provider, rules_mode, &env)?;
-        if matches!(provider, ProviderChoice::Jev | ProviderChoice::Laya) {
+        if provider == ProviderChoice::Laya {
             return Err(usage(format!(
                 "--provider {} is not yet supported by this version; use --provider rules (or auto)",
                 provider.name()
@@ -199,9 +302,23 @@ impl CompactSettings {
         if a.model.trim().is_empty() {
             return Err(usage("--model must not be empty"));
         }
-        if a.dry_run && a.output.is_some() {
-            // Allowed: the report is still written; the transcript is not.
+        if a.jev_model.trim().is_empty() {
+            return Err(usage("--jev-model must not be empty"));
         }
+        let format = match &a.format {
+            None => None,
+            Some(name) => Some(Format::from_name(name).ok_or_else(|| {
+                usage(format!(
+                    "unknown format '{name}' for --format; expected one of {}",
+                    Format::NAMES.join(", ")
+                ))
+            })?),
+        };
+        let jev = jev_config(
+            &env,
+            &a.jev_model,
+            matches!(provider, ProviderChoice::Jev | ProviderChoice::Auto),
+        )?;
         Ok(CompactSettings {
             input: a.input.clone(),
             question: a.question.clone(),
@@ -222,11 +339,14 @@ impl CompactSettings {
             min_reduction: a.min_reduction,
             counter: Counter::for_model(&a.model),
             jev_model: a.jev_model.clone(),
+            jev,
             output: a.output.clone(),
             report: a.report.clone(),
             dry_run: a.dry_run,
             quiet: a.quiet,
             env,
+            format,
+            strict: a.strict,
         })
     }
 }
@@ -240,7 +360,8 @@ fn rules_options(
     env: &Env,
 ) -> Result<RulesOptions, Error> {
     let given: Vec<(&str, bool)> = vec![
-        ("--rules-mode", a.rules_mode.is_some()),
+        // lossless is also what `auto` falls back to, so only another mode is refused.
+        ("--rules-mode", mode != RulesMode::Lossless),
         ("--workspace-root", a.workspace_root.is_some()),
         ("--no-disk-check", a.no_disk_check),
         ("--allow-command-pointers", a.allow_command_pointers),
@@ -297,4 +418,122 @@ fn rules_options(
         allow_command_pointers: a.allow_command_pointers,
         stash_dir,
     })
+}
+fn env_ms(name: &str, v: Option<&String>, default: u64) -> Result<Duration, Error> {
+    match v {
+        None => Ok(Duration::from_millis(default)),
+        Some(s) => s
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| {
+                usage(format!(
+                    "{name} must be a whole number of milliseconds (got '{s}')"
+                ))
+            }),
+    }
+}
+
+/// Resolve the key (only when a Jev provider may run and the network is allowed) and check
+/// the endpoint. The key file is read only when `TYPESAFE_API_KEY` is unset or blank.
+fn jev_config(env: &Env, model: &str, wanted: bool) -> Result<JevConfig, Error> {
+    let endpoint = env
+        .endpoint
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .unwrap_or(DEFAULT_JEV_ENDPOINT)
+        .to_string();
+    let key = if env.network_disabled {
+        Err(JevUnavailable::NetworkDisabled)
+    } else if !wanted {
+        Err(JevUnavailable::NoKey)
+    } else {
+        resolve_key(env)?.ok_or(JevUnavailable::NoKey)
+    };
+    if key.is_ok() {
+        check_endpoint(&endpoint)?;
+    }
+    Ok(JevConfig {
+        endpoint,
+        key,
+        model: model.to_string(),
+        timeout: env_ms("LCC_JEV_TIMEOUT_MS", env.timeout_ms.as_ref(), 30_000)?,
+        connect_timeout: Duration::from_secs(10),
+        max_attempts: 4,
+        retry_base: env_ms("LCC_RETRY_BASE_MS", env.retry_base_ms.as_ref(), 500)?,
+        retry_cap: Duration::from_secs(8),
+        retry_after_cap: Duration::from_secs(30),
+    })
+}
+
+fn resolve_key(env: &Env) -> Result<Option<ApiKey>, Error> {
+    if let Some(k) = &env.api_key {
+        let k = k.expose().trim();
+        if !k.is_empty() {
+            return Ok(Some(ApiKey(k.to_string())));
+        }
+    }
+    let path = match (&env.key_file, &env.home) {
+        (Some(p), _) => p.clone(),
+        (None, Some(home)) => home.join(".config").join("lcc").join("typesafe.key"),
+        (None, None) => return Ok(None),
+    };
+    Ok(crate::io::read_key_file(&path)?
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .map(ApiKey))
+}
+
+/// `https://` anywhere; `http://` only on a loopback host (the key must never cross a
+/// network in clear text).
+fn check_endpoint(endpoint: &str) -> Result<(), Error> {
+    let url = reqwest::Url::parse(endpoint).map_err(|e| {
+        usage(format!(
+            "TYPESAFE_ENDPOINT is not a valid URL ({e}); expected e.g. {DEFAULT_JEV_ENDPOINT}"
+        ))
+    })?;
+    let host = url.host_str().unwrap_or_default().to_string();
+    match url.scheme() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if is_loopback(&host) => Ok(()),
+        "http" => Err(usage(format!(
+            "TYPESAFE_ENDPOINT uses http:// on '{host}', which would send the API key unencrypted; use https:// (http:// is allowed only for loopback hosts: localhost, 127.0.0.1, ::1)"
+        ))),
+        other => Err(usage(format!(
+            "TYPESAFE_ENDPOINT must be an https:// URL (got a {other}:// URL)"
+        ))),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert!(check_endpoint("https://api.typesafe.ai/v1/systemone").is_ok());
+        assert!(check_endpoint("http://127.0.0.1:8765/v1/systemone").is_ok());
+        assert!(check_endpoint("http://127.3.4.5/x").is_ok());
+        assert!(check_endpoint("http://localhost:1/x").is_ok());
+        assert!(check_endpoint("http://[::1]:1/x").is_ok());
+        assert!(check_endpoint("http://example.com/x").is_err());
+        assert!(check_endpoint("http://10.0.0.1/x").is_err());
+        assert!(check_endpoint("http://localhost.example.com/x").is_err());
+        assert!(check_endpoint("ftp://127.0.0.1/x").is_err());
+        assert!(check_endpoint("not a url").is_err());
+    }
+
+    #[test]
+    fn key_is_redacted_in_debug() {
+        let k = ApiKey("sk-secret".into());
+        assert!(!format!("{k:?}").contains("sk-secret"));
+    }
 }

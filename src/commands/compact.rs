@@ -107,7 +107,19 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
         error,
     };
     let tp = Instant::now();
-    let t = transcript::parse(src, None).map_err(input_err)?;
+    let t = transcript::parse(src, s.format).map_err(input_err)?;
+    if s.strict {
+        if let Some(w) = t.warnings.first() {
+            return Err(input_err(transcript::ParseError::new(
+                "",
+                format!(
+                    "{}; --strict makes reading warnings errors",
+                    w.split("; ").next().unwrap_or(w)
+                ),
+            ))
+            .into());
+        }
+    }
     let pairs = t.pairs().map_err(input_err)?;
     let pins = pin::select(&t, &pairs, s.preserve_recent);
     let parse_ms = ms(tp);
@@ -121,13 +133,13 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
             let counts = pieces.count(s.counter);
             (counts, ms(tc))
         });
-        let stages = decide_and_rebuild(s, &t, &pins, src);
+        let stages = decide_and_rebuild(s, &t, &pairs, &pins, src);
         let (counts, count_ms) = counting
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         (counts, count_ms, stages)
     });
-    let (mut assessment, rebuilt, decide_ms, mut rebuild_ms) = stages;
+    let (mut assessment, rebuilt, decide_ms, mut rebuild_ms) = stages?;
     let rebuilt = match rebuilt {
         Some(r) => r,
         None => {
@@ -197,18 +209,19 @@ fn result_piece_offsets(t: &Transcript) -> Vec<usize> {
 fn decide_and_rebuild(
     s: &CompactSettings,
     t: &Transcript,
+    pairs: &[crate::transcript::Pair],
     pins: &Pins,
     src: &str,
-) -> (Assessment, Option<rebuild::Rebuilt>, u64, u64) {
+) -> Result<(Assessment, Option<rebuild::Rebuilt>, u64, u64)> {
     let td = Instant::now();
-    let mut assessment = assess(s, t, pins);
+    let mut assessment = assess(s, t, pairs, pins)?;
     let decide_ms = ms(td);
     if assessment.rules_extra.notes_pending {
-        return (assessment, None, decide_ms, 0);
+        return Ok((assessment, None, decide_ms, 0));
     }
     let tr = Instant::now();
     let rebuilt = rebuild_and_verify(s, t, pins, src, &mut assessment);
-    (assessment, Some(rebuilt), decide_ms, ms(tr))
+    Ok((assessment, Some(rebuilt), decide_ms, ms(tr)))
 }
 
 /// Rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
@@ -325,19 +338,25 @@ fn settle(
     changed
 }
 
-fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
+fn assess(
+    s: &CompactSettings,
+    t: &Transcript,
+    pairs: &[transcript::Pair],
+    pins: &Pins,
+) -> Result<Assessment, Error> {
     let mut warnings = Vec::new();
     let mode = match s.provider {
         ProviderChoice::Rules => s.rules_mode,
-        ProviderChoice::Auto => {
-            warnings.push(
-                "auto: no judge is available in this build; ran --provider rules (lossless) instead"
-                    .to_string(),
-            );
-            RulesMode::Lossless
-        }
-        // Refused in settings until the judge lands.
-        ProviderChoice::Jev | ProviderChoice::Laya => RulesMode::Lossless,
+        ProviderChoice::Jev => return crate::judge::assess(s, t, pairs, pins),
+        ProviderChoice::Auto => match &s.jev.key {
+            Ok(_) => return crate::judge::assess(s, t, pairs, pins),
+            Err(why) => {
+                warnings.push(crate::judge::auto_fallback_reason(*why));
+                RulesMode::Lossless
+            }
+        },
+        // Refused in settings until the laya provider lands.
+        ProviderChoice::Laya => RulesMode::Lossless,
     };
     // Stash notes wait for the token counts the pipeline makes anyway (no second count).
     let (decisions, extra) =
@@ -353,7 +372,7 @@ fn assess(s: &CompactSettings, t: &Transcript, pins: &Pins) -> Assessment {
     }
     warnings.append(&mut a.warnings);
     a.warnings = warnings;
-    a
+    Ok(a)
 }
 
 fn build_report(

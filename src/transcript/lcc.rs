@@ -315,3 +315,47 @@ fn result(src: &str, b: &Node, path: String, slot: Slot) -> Result<ToolResult, P
         path,
     })
 }
+
+/// Write a transcript's typed view in lcc's own shape: `{"messages": [{role, text, toolUses,
+/// toolResults}]}`, the same messages, calls and results whatever format they were read
+/// from. Compacting this twin must give the same decisions as compacting the original.
+pub fn write(t: &Transcript) -> String {
+    use serde_json::{Map, Value};
+    let messages: Vec<Value> = t
+        .messages
+        .iter()
+        .map(|m| {
+            let mut o = Map::new();
+            o.insert("role".into(), Value::String(m.role.clone()));
+            o.insert("text".into(), Value::String(m.text.clone()));
+            if !m.calls.is_empty() {
+                let calls = m.calls.iter().map(|c| {
+                    let mut b = Map::new();
+                    b.insert("tool_use_id".into(), Value::String(c.id.clone()));
+                    b.insert("tool".into(), Value::String(c.tool.clone()));
+                    b.insert("input".into(), c.input.clone());
+                    Value::Object(b)
+                });
+                o.insert("toolUses".into(), Value::Array(calls.collect()));
+            }
+            if !m.results.is_empty() {
+                let results = m.results.iter().map(|r| {
+                    let mut b = Map::new();
+                    b.insert("tool_use_id".into(), Value::String(r.id.clone()));
+                    b.insert("text".into(), Value::String(r.text.clone()));
+                    if r.is_error {
+                        b.insert("is_error".into(), Value::Bool(true));
+                    }
+                    Value::Object(b)
+                });
+                o.insert("toolResults".into(), Value::Array(results.collect()));
+            }
+            Value::Object(o)
+        })
+        .collect();
+    let mut root = Map::new();
+    root.insert("messages".into(), Value::Array(messages));
+    let mut s = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -7,8 +7,23 @@
 //! uses the layout to splice the few changed spans back into the original bytes.
 //!
 //! This module owns no I/O: adapters take `&str` and return values or a [`ParseError`].
+//!
+//! Formats (one module each): [`lcc`] (lcc's own shape), [`claude_code`] (Claude Code session
+//! JSONL), [`anthropic`] (Anthropic Messages), [`openai_chat`] (OpenAI Chat Completions),
+//! [`openai_responses`] (OpenAI Responses items) and [`codex`] (Codex CLI rollout JSONL).
+//! [`detect`] tells them apart from the content; `--format` forces one.
 
+pub mod anthropic;
+mod blocks;
+pub mod claude_code;
+pub mod codex;
+pub mod detect;
+mod jsonl;
 pub mod lcc;
+pub mod openai_chat;
+pub mod openai_responses;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,23 +38,53 @@ pub enum Format {
     /// lcc's own shape: `[{role, text, toolUses|tool_calls, toolResults|tool_results}]`,
     /// bare or under `{"messages": [...]}`.
     Lcc,
+    /// Claude Code session JSONL (`~/.claude/projects/<dir>/<session>.jsonl`).
+    ClaudeCode,
+    /// Anthropic Messages: `[{role, content: string | blocks}]`, bare or under `messages`.
+    Anthropic,
+    /// OpenAI Chat Completions messages (`tool_calls`, `role: "tool"`), bare or under
+    /// `messages` (or `history`, as SWE-agent trajectories write it).
+    OpenAiChat,
+    /// OpenAI Responses items (`message`, `function_call`, `function_call_output`, ...), bare
+    /// or under `input`.
+    OpenAiResponses,
+    /// Codex CLI rollout JSONL (`{timestamp, type, payload}` lines).
+    Codex,
 }
 
 impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Lcc => "lcc",
+            Format::ClaudeCode => "claude-code",
+            Format::Anthropic => "anthropic",
+            Format::OpenAiChat => "openai-chat",
+            Format::OpenAiResponses => "openai-responses",
+            Format::Codex => "codex",
         }
     }
 
     pub fn from_name(s: &str) -> Option<Format> {
-        match s {
-            "lcc" => Some(Format::Lcc),
-            _ => None,
-        }
+        Format::ALL.iter().copied().find(|f| f.name() == s)
     }
 
-    pub const NAMES: &'static [&'static str] = &["lcc"];
+    pub const ALL: [Format; 6] = [
+        Format::Lcc,
+        Format::ClaudeCode,
+        Format::Anthropic,
+        Format::OpenAiChat,
+        Format::OpenAiResponses,
+        Format::Codex,
+    ];
+
+    pub const NAMES: &'static [&'static str] = &[
+        "lcc",
+        "claude-code",
+        "anthropic",
+        "openai-chat",
+        "openai-responses",
+        "codex",
+    ];
 }
 
 /// Index of a container in [`Layout::containers`].
@@ -80,6 +125,20 @@ pub struct Container {
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
     pub containers: Vec<Container>,
+    /// Source elements that are not messages but belong to some (an OpenAI reasoning item
+    /// and the calls it produced, a Codex UI event about a call): removed when this pass
+    /// removes every one of their messages.
+    pub companions: Vec<Companion>,
+    /// Claude Code's record chain (`uuid` / `parentUuid`), kept valid when records go.
+    pub chain: Option<claude_code::Chain>,
+}
+
+/// A removable element that lives and dies with some messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Companion {
+    pub slot: Slot,
+    /// Message indices; never empty.
+    pub messages: Vec<usize>,
 }
 
 impl Layout {
@@ -113,6 +172,24 @@ pub enum TextSlot {
     /// No text value exists (e.g. the key is absent): insert `"key": "..."` right after the
     /// opening brace of the object at `open`.
     InsertMember { open: usize, key: &'static str },
+    /// The text is an array of content blocks at `start..end`. The new text goes into the
+    /// first text block (its other fields kept) and every other block is removed; with no
+    /// text block, the array becomes one `{"type": text_type, "text": ...}` block.
+    Blocks {
+        start: usize,
+        end: usize,
+        first_text: Option<TextBlock>,
+        text_type: &'static str,
+    },
+}
+
+/// A text block inside a content array: the block's span and its `text` value's span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextBlock {
+    pub start: usize,
+    pub end: usize,
+    pub value_start: usize,
+    pub value_end: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -270,14 +347,45 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Read `src` in the given format (or detect it).
+/// Read `src` in the given format, or in the format [`detect`] finds (an error naming
+/// `--format` when it cannot tell).
 pub fn parse(src: &str, format: Option<Format>) -> Result<Transcript, ParseError> {
-    match format.unwrap_or_else(|| detect(src)) {
-        Format::Lcc => lcc::parse(src),
+    let root = match format {
+        Some(Format::ClaudeCode) => return claude_code::parse(src),
+        Some(Format::Codex) => return codex::parse(src),
+        Some(Format::Lcc) => return lcc::parse(src),
+        Some(f) => return from_document(f, src, &document(src)?),
+        None => match detect::sniff(src)? {
+            detect::Sniff::Stream(Format::Codex) => return codex::parse(src),
+            detect::Sniff::Stream(_) => return claude_code::parse(src),
+            detect::Sniff::Document(root) => root,
+        },
+    };
+    // The root is shallow (its lists deferred): lcc's reader builds one message at a time;
+    // the other readers get the whole tree.
+    match detect::document_format(src, &root)? {
+        Format::Lcc => lcc::from_node(src, &root),
+        f => from_document(f, src, &document(src)?),
     }
 }
 
-/// Check that a rebuilt text is still well-formed in its format, without building it.
+fn document(src: &str) -> Result<json::Node, ParseError> {
+    json::parse(src).map_err(|e| ParseError::syntax(src, &e))
+}
+
+fn from_document(f: Format, src: &str, root: &json::Node) -> Result<Transcript, ParseError> {
+    match f {
+        Format::Lcc => lcc::from_node(src, root),
+        Format::Anthropic => anthropic::from_node(src, root),
+        Format::OpenAiChat => openai_chat::from_node(src, root),
+        Format::OpenAiResponses => openai_responses::from_node(src, root),
+        Format::ClaudeCode => claude_code::parse(src),
+        Format::Codex => codex::parse(src),
+    }
+}
+
+/// Check that a rebuilt text is still well-formed in its format. lcc's own shape is only
+/// syntax-checked (nothing is built); the other formats are read again in full.
 pub fn validate(src: &str, format: Format) -> Result<(), ParseError> {
     match format {
         Format::Lcc => {
@@ -286,18 +394,34 @@ pub fn validate(src: &str, format: Format) -> Result<(), ParseError> {
                 .map(drop)
                 .map_err(|e| ParseError::syntax(src, &e))
         }
+        other => parse(src, Some(other)).map(drop),
     }
 }
 
-/// Guess the format from the content.
-pub fn detect(_src: &str) -> Format {
-    Format::Lcc
+/// Tell the format from the content. An empty, unknown or ambiguous file is an error that
+/// names `--format`.
+pub fn detect(src: &str) -> Result<Format, ParseError> {
+    match detect::sniff(src)? {
+        detect::Sniff::Stream(f) => Ok(f),
+        detect::Sniff::Document(root) => detect::document_format(src, &root),
+    }
 }
 
-/// Format-specific edits the generic rebuild cannot know about (e.g. re-pointing a record
-/// chain after a record is removed).
-pub fn extra_edits(_t: &Transcript, _src: &str, _removed_messages: &[usize]) -> Vec<Edit> {
-    Vec::new()
+/// Format-specific edits the generic rebuild cannot know about: Claude Code's record chain
+/// re-pointed past removed records, and its `toolUseResult` copies dropped where the result
+/// the model sees changed.
+pub fn extra_edits(
+    t: &Transcript,
+    _src: &str,
+    removed_messages: &[usize],
+    decisions: &[crate::decide::Decision],
+) -> Vec<Edit> {
+    match (&t.layout.chain, t.format) {
+        (Some(chain), Format::ClaudeCode) => {
+            claude_code::extra_edits(t, chain, removed_messages, decisions)
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// True when a string is empty or only (Unicode) whitespace.

@@ -44,7 +44,7 @@ fn invalid_json_gives_line_and_column() {
     );
     assert_eq!(
         refuse("empty.json"),
-        "line 1, column 1: invalid JSON: unexpected end of input, expected a value"
+        "the input is empty (expected a JSON transcript or a JSONL session)"
     );
 }
 

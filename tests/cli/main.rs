@@ -3,7 +3,11 @@
 mod compact;
 mod errors;
 mod explain;
+mod formats;
 mod io;
+mod judge;
+mod mcp;
+mod mock_jev;
 mod report;
 mod roundtrip;
 mod rules;

@@ -1123,7 +1123,7 @@ fn rules_flags_need_the_rules_provider_and_a_mode_that_uses_them() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--workspace-root", &root], "--workspace-root only applies to the offline rules policy: pass --provider rules explicitly"),
         (vec!["--rules-mode", "recoverable"], "--rules-mode only applies to the offline rules policy: pass --provider rules explicitly (got --provider auto"),
-        (vec!["--provider", "jev", "--rules-mode", "lossless"], "--rules-mode only applies to the offline rules policy"),
+        (vec!["--provider", "jev", "--rules-mode", "stashed"], "--rules-mode only applies to the offline rules policy"),
         (vec!["--provider", "auto", "--allow-command-pointers"], "--allow-command-pointers only applies to the offline rules policy"),
         (vec!["--provider", "auto", "--no-disk-check"], "--no-disk-check only applies to the offline rules policy"),
         (vec!["--provider", "rules", "--workspace-root", &root], "--workspace-root only applies to --rules-mode recoverable or stashed"),

@@ -1,0 +1,419 @@
+//! The judge path (`--provider jev`, and `auto` when a key is found): render the state, fit
+//! it, ask two `noul` questions per candidate in packed batches, and turn the answers into
+//! keep / trim / drop decisions, failing safe on everything that was not answered.
+//!
+//! Outcome table (seed §5, `reference/spec-core.md` §6.1):
+//!
+//! | situation | `provider_used` | `degraded` | `degradation_reason` | `semantic_guarantee` |
+//! |---|---|---|---|---|
+//! | no candidates | `jev` | false | `no_candidates` | `none` |
+//! | no key / network disabled | `jev` | true | `jev_unavailable_fail_safe` | `none` |
+//! | nothing judged (all batches failed, or every answer invalid) | `degraded` | true | `jev_no_answers_fail_safe` | `none` |
+//! | some judged | `jev+partial_fail_safe` | true | `jev_batch_failed` | `partial` |
+//! | all judged | `jev` | false | null | `judged` |
+//!
+//! A call counts as judged when at least one of its two answers is valid. Batch results are
+//! applied in batch order whatever order they arrive in, so the report does not depend on
+//! timing (apart from its `timing` object).
+//!
+//! Report counts: `requests` is the number of request bodies the pass built (one per batch,
+//! plus one more per split of a batch the API found too large; a batch not sent because the
+//! key was refused still counts); `calls` is the number of responses that carried an
+//! `answers` object; `input_tokens_sent` sums those responses' `usage.input_tokens` (our own
+//! count of the request when a response has none); `timing.judge_latency_ms` sums each
+//! batch's time from first send to last answer, retries and back-off included.
+
+pub mod batch;
+pub mod client;
+pub mod fit;
+pub mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::commands::compact::Assessment;
+use crate::decide::{judge_action, Action, Decision};
+use crate::error::Error;
+use crate::pin::Pins;
+use crate::settings::{CompactSettings, JevUnavailable};
+use crate::tokens::Counter;
+use crate::transcript::{Pair, Transcript};
+
+const JUDGE: &str = "jev";
+
+fn base(decisions: Vec<Decision>) -> Assessment {
+    Assessment {
+        decisions,
+        provider_used: JUDGE.into(),
+        degraded: false,
+        degradation_reason: None,
+        semantic_guarantee: "none",
+        rules_mode: None,
+        warnings: Vec::new(),
+        judge: JUDGE,
+        jev_model_resolved: None,
+        calls: 0,
+        requests: 0,
+        state_tokens: 0,
+        state_fit_stage: "none".into(),
+        state_windows: 0,
+        input_tokens_sent: 0,
+        judge_latency_ms: 0,
+        violations: Vec::new(),
+        rules_extra: crate::rules::Extras::default(),
+    }
+}
+
+fn unjudged(p: &Pair) -> Decision {
+    Decision {
+        call: p.call,
+        result: Some(p.result),
+        action: Action::Keep,
+        keep_call: None,
+        keep_result: None,
+        source: "fail_safe",
+        reason: "not_judged_fail_safe".into(),
+    }
+}
+
+/// Every candidate kept, unjudged, because no client can exist.
+pub fn unavailable(pins: &Pins, why: &str) -> Assessment {
+    let mut a = base(pins.candidates.iter().map(unjudged).collect());
+    a.degraded = true;
+    a.degradation_reason = Some("jev_unavailable_fail_safe".into());
+    a.warnings.push(format!(
+        "jev_unavailable: {why}; kept every tool call (fail-safe)"
+    ));
+    a
+}
+
+/// Judge the candidates with Jev. Fails (exit 2) only when the state or a single question
+/// cannot be fitted; every other problem is a fail-safe row of the outcome table.
+pub fn assess(
+    s: &CompactSettings,
+    t: &Transcript,
+    pairs: &[Pair],
+    pins: &Pins,
+) -> Result<Assessment, Error> {
+    if pins.candidates.is_empty() {
+        let mut a = base(Vec::new());
+        a.degradation_reason = Some("no_candidates".into());
+        a.warnings
+            .push("no_scorable_tool_calls: every call is pinned or has no result yet".into());
+        return Ok(a);
+    }
+    let key = match &s.jev.key {
+        Ok(k) => k.clone(),
+        Err(why) => return Ok(unavailable(pins, why.describe())),
+    };
+
+    // The state, fitted.
+    let counter = Counter::o200k();
+    let view = state::View::new(t, pins, pairs);
+    let fitted =
+        fit::fit(&view, &s.question, s.fit.max_state_tokens, counter).map_err(Error::Fit)?;
+
+    // The questions, costed and packed.
+    let questions: Vec<String> = pins
+        .candidates
+        .par_iter()
+        .map(|p| {
+            let c = t.call(p.call);
+            batch::question_members(&c.id, &c.tool)
+        })
+        .collect();
+    let objects: Vec<String> = questions.iter().map(|m| format!("{{{m}}}")).collect();
+    let refs: Vec<&str> = objects.iter().map(String::as_str).collect();
+    let costs: Vec<usize> = counter
+        .count_many(&refs)
+        .into_iter()
+        .map(|c| c + 1)
+        .collect();
+    drop(objects);
+    let ids: Vec<&str> = pins
+        .candidates
+        .iter()
+        .map(|p| t.call(p.call).id.as_str())
+        .collect();
+    let batches = batch::pack(
+        &ids,
+        &costs,
+        fitted.tokens,
+        s.fit.batch_size,
+        s.fit.max_request_tokens,
+    )
+    .map_err(Error::Fit)?;
+
+    // Ask.
+    let transport = match client::HttpTransport::new(&s.jev, &key) {
+        Ok(tr) => tr,
+        Err(e) => return Ok(unavailable(pins, &e)),
+    };
+    let redact = client::Redactor::new(&key);
+    let job = Arc::new(client::Job {
+        model: s.jev.model.clone(),
+        state: fitted.json,
+        questions,
+        policy: client::Policy::from_config(&s.jev),
+        redact: redact.clone(),
+    });
+    let progress = progress_bar(batches.len(), s.quiet);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io {
+            what: "could not start the HTTP runtime".into(),
+            source,
+        })?;
+    let results = rt.block_on(client::run_all(
+        Arc::new(transport),
+        Arc::clone(&job),
+        batches,
+        s.max_workers,
+        progress.clone(),
+    ));
+    progress.finish_and_clear();
+
+    // Apply, in batch order.
+    let mut a = base(Vec::new());
+    a.state_tokens = fitted.tokens;
+    a.state_fit_stage = fitted.stage.name().into();
+    a.state_windows = 1;
+    let mut answers: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); pins.candidates.len()];
+    let mut latency = Duration::ZERO;
+    for b in &results {
+        latency += b.latency;
+        a.requests += b.parts.len();
+        if b.splits > 0 {
+            a.warnings.push(format!(
+                "jev_batch_{}_split: the API refused it as too large (max_tokens_exceeded); it was sent again in {} smaller requests",
+                b.number,
+                b.parts.len()
+            ));
+        }
+        for part in &b.parts {
+            let n = part.calls.len();
+            let body = match &part.outcome {
+                Err(f) => {
+                    a.warnings.push(redact.clean(&format!(
+                        "jev_batch_{}_failed: {}: those {n} call(s) were kept (fail-safe)",
+                        b.number, f.cause
+                    )));
+                    continue;
+                }
+                Ok(body) => body,
+            };
+            let response = match parse_response(body) {
+                Ok(r) => r,
+                Err(what) => {
+                    a.warnings.push(format!(
+                        "jev_malformed_response:batch_{}: {what}; those {n} call(s) were kept (fail-safe)",
+                        b.number
+                    ));
+                    continue;
+                }
+            };
+            a.calls += 1;
+            a.jev_model_resolved =
+                Some(redact.clean(&response.model.unwrap_or_else(|| s.jev.model.clone())));
+            a.input_tokens_sent += response.input_tokens.unwrap_or_else(|| {
+                fitted.tokens
+                    + batch::ENVELOPE_TOKENS
+                    + part.calls.iter().map(|&i| costs[i]).sum::<usize>()
+            });
+            for &i in &part.calls {
+                let id = ids[i];
+                let kc_key = batch::keep_call_key(id);
+                let kr_key = batch::keep_result_key(id);
+                let kc = check(response.answers.get(&kc_key), &kc_key, &mut a.warnings);
+                let kr = check(response.answers.get(&kr_key), &kr_key, &mut a.warnings);
+                answers[i] = (kc, kr);
+            }
+        }
+    }
+    a.judge_latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+
+    // Decide.
+    let mut judged = 0;
+    for (p, &(kc, kr)) in pins.candidates.iter().zip(&answers) {
+        if kc.is_none() && kr.is_none() {
+            a.decisions.push(unjudged(p));
+            continue;
+        }
+        judged += 1;
+        let c = t.call(p.call);
+        let text = &t.result(p.result).text;
+        let (action, reason) = judge_action(kc, kr, text, &c.tool, s.thresholds);
+        a.decisions.push(Decision {
+            call: p.call,
+            result: Some(p.result),
+            action,
+            keep_call: kc,
+            keep_result: kr,
+            source: JUDGE,
+            reason: reason.into(),
+        });
+    }
+    let total = pins.candidates.len();
+    if judged == 0 {
+        a.provider_used = "degraded".into();
+        a.degraded = true;
+        a.degradation_reason = Some("jev_no_answers_fail_safe".into());
+        a.semantic_guarantee = "none";
+        a.warnings
+            .push("jev_no_answers: every call was kept unjudged (fail-safe)".into());
+    } else if judged < total {
+        a.provider_used = "jev+partial_fail_safe".into();
+        a.degraded = true;
+        a.degradation_reason = Some("jev_batch_failed".into());
+        a.semantic_guarantee = "partial";
+    } else {
+        a.semantic_guarantee = "judged";
+    }
+    Ok(a)
+}
+
+/// Why `auto` did not run Jev, for its warning.
+pub fn auto_fallback_reason(why: JevUnavailable) -> String {
+    format!(
+        "auto: Jev not used: {}; ran --provider rules (lossless) instead",
+        why.describe()
+    )
+}
+
+fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || !crate::io::stderr_is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(n as u64);
+    pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("judging {bar:30} {pos}/{len} requests [{elapsed}]")
+    {
+        pb.set_style(style);
+    }
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+#[derive(Debug)]
+struct Response {
+    model: Option<String>,
+    answers: serde_json::Map<String, Value>,
+    input_tokens: Option<usize>,
+}
+
+fn parse_response(body: &[u8]) -> Result<Response, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            "the response body is empty".to_string()
+        } else {
+            format!("the response is not JSON ({e})")
+        }
+    })?;
+    let Value::Object(mut obj) = v else {
+        return Err("the response is not a JSON object".into());
+    };
+    let answers = match obj.remove("answers") {
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("its 'answers' member is not an object".into()),
+        None => return Err("it has no 'answers' member".into()),
+    };
+    let model = ["model", "resolved_model"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    let input_tokens = obj
+        .get("usage")
+        .and_then(|u| u.get("input_tokens"))
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok());
+    Ok(Response {
+        model,
+        answers,
+        input_tokens,
+    })
+}
+
+/// A valid `noul` probability, or `None` with a warning.
+fn check(answer: Option<&Value>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
+    let p = answer
+        .and_then(Value::as_object)
+        .filter(|o| o.get("type").is_none_or(|t| t == "noul"))
+        .and_then(|o| o.get("noul"))
+        .filter(|v| v.is_number())
+        .and_then(Value::as_f64);
+    match p {
+        None => {
+            warnings.push(format!("jev_missing_answer:{qid}"));
+            None
+        }
+        Some(p) if !(0.0..=1.0).contains(&p) => {
+            warnings.push(format!("jev_out_of_range_answer:{qid}"));
+            None
+        }
+        Some(p) => Some(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_validated_not_clamped() {
+        let mut w = Vec::new();
+        let cases = [
+            (json!({"type": "noul", "noul": 0.25}), Some(0.25)),
+            (json!({"noul": 1}), Some(1.0)),
+            (json!({"noul": 0}), Some(0.0)),
+            (json!({"noul": 1.7}), None),
+            (json!({"noul": -0.2}), None),
+            (json!({"noul": true}), None),
+            (json!({"noul": "0.9"}), None),
+            (json!({"noul": null}), None),
+            (json!({"type": "choice", "choice": "yes"}), None),
+            (json!(0.9), None),
+        ];
+        for (v, want) in cases {
+            assert_eq!(check(Some(&v), "q", &mut w), want, "{v}");
+        }
+        assert_eq!(check(None, "keep_call_x", &mut w), None);
+        assert_eq!(
+            w,
+            [
+                "jev_out_of_range_answer:q",
+                "jev_out_of_range_answer:q",
+                "jev_missing_answer:q",
+                "jev_missing_answer:q",
+                "jev_missing_answer:q",
+                "jev_missing_answer:q",
+                "jev_missing_answer:q",
+                "jev_missing_answer:keep_call_x",
+            ]
+        );
+    }
+
+    #[test]
+    fn responses() {
+        let r = parse_response(
+            br#"{"model": "jev-1.13.0", "answers": {}, "usage": {"input_tokens": 12}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.model.as_deref(), Some("jev-1.13.0"));
+        assert_eq!(r.input_tokens, Some(12));
+        assert!(parse_response(b"[1]")
+            .unwrap_err()
+            .contains("not a JSON object"));
+        assert!(parse_response(br#"{"answers": []}"#)
+            .unwrap_err()
+            .contains("not an object"));
+        assert!(parse_response(b"<html>").unwrap_err().contains("not JSON"));
+        assert!(parse_response(b"").unwrap_err().contains("empty"));
+    }
+}
