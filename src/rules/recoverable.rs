@@ -537,135 +537,148 @@ pub fn plan(ctx: &Context<'_>, opts: &Options<'_>, probe: &dyn FileProbe) -> Vec
             protected.entry(b).or_insert("call_before_latest_error");
         }
     }
-    let named = named_text(ctx);
+    let planner = Planner {
+        ctx,
+        opts,
+        probe,
+        later,
+        protected,
+        named: named_text(ctx),
+    };
     use rayon::prelude::*;
     ctx.candidates
         .par_iter()
         .zip(&infos)
-        .map(|(&i, info)| plan_one(ctx, opts, probe, &later, &protected, &named, i, info))
+        .map(|(&i, info)| planner.plan_one(i, info))
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn plan_one(
-    ctx: &Context<'_>,
-    opts: &Options<'_>,
-    probe: &dyn FileProbe,
-    later: &Later,
-    protected: &HashMap<usize, &'static str>,
-    named: &str,
-    i: usize,
-    info: &Info<'_>,
-) -> Plan {
-    let c = &ctx.calls[i];
-    let Some(result) = c.result else {
-        return Plan::Keep("not_recoverable");
-    };
-    let (body, ok) = disk::body(&result.text);
-    let mut reason: Option<&'static str> = protected.get(&i).copied();
-    if reason.is_none() && (result.is_error || result.text.contains("<tool_use_error>") || !ok) {
-        reason = Some("failed_result");
-    }
-    let cmd = info.cmd.as_deref();
-    if reason.is_none()
-        && (info
-            .read
-            .as_ref()
-            .is_some_and(|r| names_file(named, &r.path))
-            || cmd.is_some_and(|c| command_named(c, named)))
-    {
-        reason = Some("named_in_goal_or_recent_turns");
-    }
-    if reason.is_none() && info.in_temp() {
-        reason = Some("temp_path");
-    }
-    if let Some(r) = reason {
-        return Plan::Keep(r);
-    }
-    let shorter = |hit: Hit| {
-        if hit.note.chars().count() < result.text.chars().count() {
-            Plan::Replace(hit)
-        } else {
-            Plan::Keep("not_recoverable")
+/// What deciding one candidate needs, shared by all candidates.
+struct Planner<'a, 'c> {
+    ctx: &'a Context<'c>,
+    opts: &'a Options<'a>,
+    probe: &'a dyn FileProbe,
+    later: Later,
+    protected: HashMap<usize, &'static str>,
+    named: String,
+}
+
+impl Planner<'_, '_> {
+    /// The plan for the candidate at call position `i`.
+    fn plan_one(&self, i: usize, info: &Info<'_>) -> Plan {
+        let (ctx, opts, probe, later) = (self.ctx, self.opts, self.probe, &self.later);
+        let (protected, named) = (&self.protected, self.named.as_str());
+        let c = &ctx.calls[i];
+        let Some(result) = c.result else {
+            return Plan::Keep("not_recoverable");
+        };
+        let (body, ok) = disk::body(&result.text);
+        let mut reason: Option<&'static str> = protected.get(&i).copied();
+        if reason.is_none() && (result.is_error || result.text.contains("<tool_use_error>") || !ok)
+        {
+            reason = Some("failed_result");
         }
-    };
-    let command_hit = |cmd: &str| Hit {
-        reason: "recoverable_read_only_command",
-        note: command_pointer(cmd, info.cwd),
-        recover: format!("re-run {}", command_target(cmd, info.cwd)),
-        stamp: None,
-    };
-    if let Some(read) = &info.read {
-        let lines = pointer_lines(c, body, read.spec);
-        let disk_decides = opts.use_disk() && lines != Lines::Skip;
-        let target = resolved(&read.path, info.cwd);
-        if !disk_decides && later.file_written(&read.path, info.cwd, i) {
-            return Plan::Keep("file_written_later");
+        let cmd = info.cmd.as_deref();
+        if reason.is_none()
+            && (info
+                .read
+                .as_ref()
+                .is_some_and(|r| names_file(named, &r.path))
+                || cmd.is_some_and(|c| command_named(c, named)))
+        {
+            reason = Some("named_in_goal_or_recent_turns");
         }
-        if read.spec == Spec::Empty {
-            return Plan::Keep("read_range_empty");
+        if reason.is_none() && info.in_temp() {
+            reason = Some("temp_path");
         }
-        if lines == Lines::Skip {
-            let Some(cmd) = cmd else {
-                return Plan::Keep("read_range_unknown");
-            };
+        if let Some(r) = reason {
+            return Plan::Keep(r);
+        }
+        let shorter = |hit: Hit| {
+            if hit.note.chars().count() < result.text.chars().count() {
+                Plan::Replace(hit)
+            } else {
+                Plan::Keep("not_recoverable")
+            }
+        };
+        let command_hit = |cmd: &str| Hit {
+            reason: "recoverable_read_only_command",
+            note: command_pointer(cmd, info.cwd),
+            recover: format!("re-run {}", command_target(cmd, info.cwd)),
+            stamp: None,
+        };
+        if let Some(read) = &info.read {
+            let lines = pointer_lines(c, body, read.spec);
+            let disk_decides = opts.use_disk() && lines != Lines::Skip;
+            let target = resolved(&read.path, info.cwd);
+            if !disk_decides && later.file_written(&read.path, info.cwd, i) {
+                return Plan::Keep("file_written_later");
+            }
+            if read.spec == Spec::Empty {
+                return Plan::Keep("read_range_empty");
+            }
+            if lines == Lines::Skip {
+                let Some(cmd) = cmd else {
+                    return Plan::Keep("read_range_unknown");
+                };
+                if later.command_changed(cmd, i) {
+                    return Plan::Keep("command_output_changed_later");
+                }
+                if !opts.allow_command_pointers {
+                    return Plan::Keep("command_pointers_disabled");
+                }
+            }
+            if target.is_none() && (lines != Lines::Skip || opts.use_disk()) {
+                return Plan::Keep("relative_path_without_cwd");
+            }
+            let mut stamp = None;
+            if let (Some(root), Some(target)) = (opts.root.filter(|_| opts.use_disk()), &target) {
+                let joined = match info.cwd {
+                    Some(c) if !read.path.starts_with('/') => format!("{c}/{}", read.path),
+                    _ => read.path.clone(),
+                };
+                if disk::has_dotdot(&joined) {
+                    return Plan::Keep(disk::reason::OUTSIDE_ROOT);
+                }
+                match disk::check(probe, root, Path::new(target), c.tool(), read.spec, body) {
+                    Ok(s) => stamp = disk_decides.then_some(s),
+                    Err(r) => return Plan::Keep(r),
+                }
+            }
+            if lines == Lines::Skip {
+                // A tail (or a range the output does not fill) needs the file's length: point
+                // at the command itself.
+                return shorter(Hit {
+                    reason: "recoverable_file_read",
+                    ..command_hit(cmd.unwrap_or_default())
+                });
+            }
+            let verified = stamp.is_some();
+            return shorter(Hit {
+                reason: if verified {
+                    disk::reason::VERIFIED
+                } else {
+                    "recoverable_file_read"
+                },
+                note: file_pointer(&read.path, lines.pair(), info.cwd, verified),
+                recover: format!(
+                    "re-read {}",
+                    file_target(&read.path, lines.pair(), info.cwd)
+                ),
+                stamp,
+            });
+        }
+        if let Some(cmd) = cmd.filter(|_| info.read_only()) {
             if later.command_changed(cmd, i) {
                 return Plan::Keep("command_output_changed_later");
             }
             if !opts.allow_command_pointers {
                 return Plan::Keep("command_pointers_disabled");
             }
+            return shorter(command_hit(cmd));
         }
-        if target.is_none() && (lines != Lines::Skip || opts.use_disk()) {
-            return Plan::Keep("relative_path_without_cwd");
-        }
-        let mut stamp = None;
-        if let (Some(root), Some(target)) = (opts.root.filter(|_| opts.use_disk()), &target) {
-            let joined = match info.cwd {
-                Some(c) if !read.path.starts_with('/') => format!("{c}/{}", read.path),
-                _ => read.path.clone(),
-            };
-            if disk::has_dotdot(&joined) {
-                return Plan::Keep(disk::reason::OUTSIDE_ROOT);
-            }
-            match disk::check(probe, root, Path::new(target), c.tool(), read.spec, body) {
-                Ok(s) => stamp = disk_decides.then_some(s),
-                Err(r) => return Plan::Keep(r),
-            }
-        }
-        if lines == Lines::Skip {
-            // A tail (or a range the output does not fill) needs the file's length: point
-            // at the command itself.
-            return shorter(Hit {
-                reason: "recoverable_file_read",
-                ..command_hit(cmd.unwrap_or_default())
-            });
-        }
-        let verified = stamp.is_some();
-        return shorter(Hit {
-            reason: if verified {
-                disk::reason::VERIFIED
-            } else {
-                "recoverable_file_read"
-            },
-            note: file_pointer(&read.path, lines.pair(), info.cwd, verified),
-            recover: format!(
-                "re-read {}",
-                file_target(&read.path, lines.pair(), info.cwd)
-            ),
-            stamp,
-        });
+        Plan::Keep("not_recoverable")
     }
-    if let Some(cmd) = cmd.filter(|_| info.read_only()) {
-        if later.command_changed(cmd, i) {
-            return Plan::Keep("command_output_changed_later");
-        }
-        if !opts.allow_command_pointers {
-            return Plan::Keep("command_pointers_disabled");
-        }
-        return shorter(command_hit(cmd));
-    }
-    Plan::Keep("not_recoverable")
 }
 
 /// Decide every candidate: recovery pointers, then lossless dedupes among the rest (a
