@@ -59,8 +59,11 @@ for mode in lossless recoverable lossy; do
     $LCC compact "$f" -q "$q" --provider rules --rules-mode "$mode" -o "$OUT/out.json" -r "$OUT/report.json" --quiet
   stages
 done
-export LCC_STASH_DIR="$PWD/$OUT/stash"
-median_run "rules stashed, empty stash" "rm -rf '$LCC_STASH_DIR'" \
+# Each "empty stash" run gets a new directory: deleting the previous one right before would
+# charge its (discard, journal) work to the timed run. They are all removed at the end.
+rm -rf "$OUT"/stash-*
+run_no=0
+median_run "rules stashed, empty stash" 'run_no=$((run_no + 1)); export LCC_STASH_DIR="$PWD/$OUT/stash-$run_no"' \
   $LCC compact "$f" -q "$q" --provider rules --rules-mode stashed -o "$OUT/out.json" -r "$OUT/report.json" --quiet
 stages
 echo "    stash: $(find "$LCC_STASH_DIR" -type f | wc -l) files, $(du -sh "$LCC_STASH_DIR" | cut -f1)"
@@ -68,6 +71,7 @@ median_run "rules stashed, stash already filled" ":" \
   $LCC compact "$f" -q "$q" --provider rules --rules-mode stashed -o "$OUT/out.json" -r "$OUT/report.json" --quiet
 median_run "rules stashed, --dry-run (decisions only)" ":" \
   $LCC compact "$f" -q "$q" --provider rules --rules-mode stashed --dry-run -r "$OUT/report.json" --quiet
+rm -rf "$OUT"/stash-*
 
 # The disk check on a generated repo: the generator's virtual project is written out in its
 # final state under $OUT/repo, and the session's paths point there. A read is recoverable
