@@ -23,8 +23,24 @@ pub enum Command {
     Compact(Box<CompactArgs>),
     /// Explain a report: why every call was kept, trimmed, dropped, deduped or replaced.
     Explain(ExplainArgs),
+    /// Print a tool output that `--rules-mode stashed` removed, after checking its hash.
+    Recall(RecallArgs),
     /// Serve the same pass to MCP clients over stdio (tools compact_transcript, explain_report).
     Mcp,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 printed, 1 I/O failure, 2 unknown id, bad --lines, or a \
+stash file that fails its hash check (nothing is printed then)."
+)]
+pub struct RecallArgs {
+    /// The id after `lcc recall` in a stash note (12 to 64 lowercase hex digits).
+    pub id: String,
+
+    /// Print only lines a-b (1-based, inclusive; `a` alone for one line).
+    #[arg(long, value_name = "A-B")]
+    pub lines: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -55,11 +71,34 @@ pub struct CompactArgs {
     #[arg(long, default_value = "auto")]
     pub provider: String,
 
-    /// Policy for `--provider rules`: `lossless` (default), `recoverable`, `lossy`, `stashed`.
+    /// Policy for `--provider rules`: `lossless` (the default), `recoverable`, `lossy`, `stashed`.
     ///
-    /// lossless only replaces an output by a pointer to a later output holding the same bytes.
-    #[arg(long = "rules-mode", default_value = "lossless")]
+    /// lossless: replaces an output only by a pointer to a later output holding the same
+    /// bytes. recoverable: also replaces an old read by `[removed: re-read <path> to
+    /// recover]` when the file is unchanged (see --workspace-root). lossy (EXPERIMENTAL:
+    /// may remove output the agent still needs; no guarantee): drops superseded and stale
+    /// outputs, trims large old ones. stashed: removes what lossy or recoverable would, but
+    /// stores the exact bytes first ($LCC_STASH_DIR, default ~/.cache/lcc/stash); `lcc
+    /// recall <id>` prints them back. A mode other than lossless needs --provider rules.
+    #[arg(long = "rules-mode", value_name = "MODE", default_value = "lossless")]
     pub rules_mode: String,
+
+    /// recoverable/stashed: let the files under this directory decide file pointers (the
+    /// disk check): a read is replaced only when the file still holds exactly what was read.
+    ///
+    /// Without it, a read is replaced only when no later call in the transcript can have
+    /// written the file. Needs --provider rules.
+    #[arg(long = "workspace-root", value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+
+    /// With --workspace-root: skip the disk check (use the transcript alone).
+    #[arg(long = "no-disk-check")]
+    pub no_disk_check: bool,
+
+    /// recoverable: also replace outputs of read-only commands (ls, rg, git status, ...) by
+    /// ``[removed: re-run `<cmd>` to recover]``. Off by default: a re-run may differ.
+    #[arg(long = "allow-command-pointers")]
+    pub allow_command_pointers: bool,
 
     /// Keep a result when the judge's keep_result is at least this; trim when only keep_call is.
     #[arg(long, default_value_t = 0.5)]
@@ -131,7 +170,8 @@ pub struct CompactArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Decide and report, but write no transcript.
+    /// Decide and report, but write no transcript (and, with --rules-mode stashed, store
+    /// nothing in the stash).
     #[arg(long = "dry-run")]
     pub dry_run: bool,
 

@@ -110,6 +110,141 @@ pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// The real file system for the recoverable disk check.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiskProbe;
+
+impl crate::rules::FileProbe for DiskProbe {
+    fn real_path(&self, path: &Path) -> std::io::Result<PathBuf> {
+        fs::canonicalize(path)
+    }
+
+    fn read_regular(&self, path: &Path, max: u64) -> std::io::Result<crate::rules::disk::Opened> {
+        use crate::rules::disk::Opened;
+        let meta = fs::metadata(path)?;
+        if !meta.is_file() {
+            return Ok(Opened::NotRegular);
+        }
+        if meta.len() > max {
+            return Ok(Opened::TooLarge);
+        }
+        let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        fs::File::open(path)?.take(max + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > max {
+            return Ok(Opened::TooLarge);
+        }
+        Ok(Opened::Regular(buf))
+    }
+}
+
+/// Is `path` an existing directory?
+pub fn is_dir(path: &Path) -> bool {
+    path.is_dir()
+}
+
+fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Io { what, source }
+}
+
+/// Store outputs in the stash directory, each under its name (the SHA-256 of its bytes in
+/// hex), in parallel. Each file is written atomically: a temporary file in the same
+/// directory, renamed into place; a file already there that holds the right bytes is left
+/// alone. The directory is created private (0700), files are private (0600), and the
+/// directory is synced once at the end rather than every file (recall re-hashes what it
+/// reads, so a file a crash damaged is refused, never misread). Returns, per entry, why it
+/// could not be stored.
+pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String>> {
+    use rayon::prelude::*;
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    if let Err(e) = builder.create(dir) {
+        let why = format!(
+            "could not create the stash directory {}: {e}",
+            dir.display()
+        );
+        return entries.iter().map(|_| Some(why.clone())).collect();
+    }
+    // Identical outputs share one file: write each name once (two threads must never
+    // write the same temporary file).
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let unique: Vec<usize> = (0..entries.len())
+        .filter(|&i| {
+            let fresh = !first.contains_key(entries[i].0);
+            first.entry(entries[i].0).or_insert(i);
+            fresh
+        })
+        .collect();
+    let written: Vec<Option<String>> = unique
+        .par_iter()
+        .map(|&i| {
+            stash_put_one(dir, entries[i].0, entries[i].1)
+                .err()
+                .map(|e| e.to_string())
+        })
+        .collect();
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    let by_name: std::collections::HashMap<&str, &Option<String>> =
+        unique.iter().map(|&i| entries[i].0).zip(&written).collect();
+    entries
+        .iter()
+        .map(|(name, _)| by_name[name].clone())
+        .collect()
+}
+
+fn stash_put_one(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
+    let target = dir.join(name);
+    // The name is the hash of `bytes`: a file holding exactly them is already right.
+    if fs::metadata(&target).is_ok_and(|m| m.len() == bytes.len() as u64)
+        && fs::read(&target).is_ok_and(|existing| existing == bytes)
+    {
+        return Ok(());
+    }
+    let tmp = dir.join(format!(".tmp-{name}-{}", std::process::id()));
+    let result = (|| {
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts.open(&tmp)?;
+        f.write_all(bytes)?;
+        drop(f);
+        fs::rename(&tmp, &target)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(stash_err(format!("could not write {}", target.display())))
+}
+
+/// The stash files whose names start with `prefix` (sorted). A missing directory holds none.
+pub fn stash_find(dir: &Path, prefix: &str) -> Result<Vec<String>, Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(stash_err(format!("could not list {}", dir.display()))(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if let Some(name) = entry.file_name().to_str() {
+            if name.starts_with(prefix) && crate::rules::stash::is_file_name(name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Read a key file: `None` when it does not exist (or is not a file); an unreadable file is
 /// an I/O error (exit 1) rather than a silent "no key".
 pub fn read_key_file(path: &Path) -> Result<Option<String>, Error> {

@@ -762,6 +762,45 @@ pub fn py_dumps(v: &serde_json::Value, ascii: bool) -> String {
     out
 }
 
+/// [`py_dumps`] with object keys sorted (Python's `json.dumps(..., sort_keys=True)`), so that
+/// two inputs that differ only in key order serialise the same.
+pub fn py_dumps_sorted(v: &serde_json::Value, ascii: bool) -> String {
+    let mut out = String::new();
+    py_write_sorted(v, ascii, &mut out);
+    out
+}
+
+fn py_write_sorted(v: &serde_json::Value, ascii: bool, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                py_write_sorted(x, ascii, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&quote(k, ascii));
+                out.push_str(": ");
+                py_write_sorted(&m[k], ascii, out);
+            }
+            out.push('}');
+        }
+        scalar => py_write(scalar, ascii, out),
+    }
+}
+
 fn py_write(v: &serde_json::Value, ascii: bool, out: &mut String) {
     use serde_json::Value;
     match v {

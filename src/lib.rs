@@ -40,6 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             commands::compact::run(&s)
         }
         Command::Explain(args) => commands::explain::run(&args),
+        Command::Recall(args) => commands::recall::run(&args, &settings::Env::read()),
         Command::Mcp => mcp::serve(),
     }
 }

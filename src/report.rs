@@ -37,6 +37,8 @@ pub struct Report {
     pub rules_mode: Option<&'static str>,
     pub lossless_violations: Vec<String>,
     pub recoverability_check: Option<&'static str>,
+    /// `--rules-mode stashed`: the stash directory the notes' ids are recalled from.
+    pub stash_dir: Option<String>,
     pub degraded: bool,
     pub degradation_reason: Option<String>,
     pub semantic_guarantee: &'static str,
@@ -75,6 +77,8 @@ pub struct Report {
     pub tool_calls_dropped: usize,
     pub tool_calls_deduped: usize,
     pub tool_calls_replaced: usize,
+    /// Replacements whose bytes are in the stash (counted in `tool_calls_replaced` too).
+    pub tool_calls_stashed: usize,
     pub warnings: Vec<String>,
     pub decisions: Vec<DecisionRecord>,
     pub timing: Timing,

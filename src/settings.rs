@@ -26,7 +26,7 @@ use std::time::Duration;
 use crate::cli::CompactArgs;
 use crate::decide::Thresholds;
 use crate::error::Error;
-use crate::rules::RulesMode;
+use crate::rules::{RulesMode, RulesOptions};
 use crate::tokens::Counter;
 use crate::transcript::Format;
 
@@ -63,6 +63,9 @@ pub struct FitLimits {
 pub struct Env {
     /// `LCC_DISABLE_NETWORK=1`.
     pub network_disabled: bool,
+    /// Where `--rules-mode stashed` stores removed outputs: `$LCC_STASH_DIR`, else
+    /// `$XDG_CACHE_HOME/lcc/stash`, else `$HOME/.cache/lcc/stash` (`None` when none is set).
+    pub stash_dir: Option<PathBuf>,
     /// `TYPESAFE_API_KEY`, as set (not yet stripped).
     pub api_key: Option<ApiKey>,
     /// `LCC_TYPESAFE_KEY_FILE`.
@@ -90,6 +93,18 @@ pub struct Env {
 impl Env {
     pub fn read() -> Env {
         let var = |k: &str| std::env::var(k).ok();
+        let path_var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let stash_dir = path_var("LCC_STASH_DIR")
+            .or_else(|| {
+                path_var("XDG_CACHE_HOME")
+                    .filter(|p| p.is_absolute())
+                    .map(|p| p.join("lcc").join("stash"))
+            })
+            .or_else(|| path_var("HOME").map(|h| h.join(".cache").join("lcc").join("stash")));
         Env {
             network_disabled: var("LCC_DISABLE_NETWORK").is_some_and(|v| v == "1"),
             api_key: var("TYPESAFE_API_KEY").map(ApiKey),
@@ -103,7 +118,15 @@ impl Env {
             laya_model: var("LAYA_MODEL"),
             laya_timeout_ms: var("LCC_LAYA_TIMEOUT_MS"),
             laya_health_timeout_ms: var("LCC_LAYA_HEALTH_TIMEOUT_MS"),
+            stash_dir,
         }
+    }
+
+    /// The stash directory, or the error that says how to set one.
+    pub fn require_stash_dir(&self) -> Result<PathBuf, Error> {
+        self.stash_dir.clone().ok_or_else(|| {
+            usage("no stash directory: set LCC_STASH_DIR (or HOME) to say where removed outputs are stored")
+        })
     }
 }
 
@@ -209,6 +232,8 @@ pub struct CompactSettings {
     pub question: String,
     pub provider: ProviderChoice,
     pub rules_mode: RulesMode,
+    /// `--workspace-root`, `--no-disk-check`, `--allow-command-pointers`, the stash.
+    pub rules: RulesOptions,
     pub thresholds: Thresholds,
     pub preserve_recent: usize,
     pub fit: FitLimits,
@@ -290,12 +315,7 @@ impl CompactSettings {
             )))
             }
         };
-        if rules_mode != RulesMode::Lossless {
-            return Err(usage(format!(
-                "--rules-mode {} is not yet supported by this version; use --rules-mode lossless",
-                rules_mode.name()
-            )));
-        }
+        let rules = rules_options(a, provider, rules_mode, &env)?;
         if !(0.0..=1.0).contains(&a.threshold) {
             return Err(usage(format!(
                 "--threshold must be between 0 and 1 (got {})",
@@ -365,6 +385,7 @@ impl CompactSettings {
             question: a.question.clone(),
             provider,
             rules_mode,
+            rules,
             thresholds: Thresholds {
                 threshold: a.threshold,
                 trim_head_chars,
@@ -392,6 +413,74 @@ impl CompactSettings {
     }
 }
 
+/// Validate the rules flags. They only mean something to the rules provider, asked for by
+/// name (`auto` may pick a judge), and each only to the modes that use it.
+fn rules_options(
+    a: &CompactArgs,
+    provider: ProviderChoice,
+    mode: RulesMode,
+    env: &Env,
+) -> Result<RulesOptions, Error> {
+    let given: Vec<(&str, bool)> = vec![
+        // lossless is also what `auto` falls back to, so only another mode is refused.
+        ("--rules-mode", mode != RulesMode::Lossless),
+        ("--workspace-root", a.workspace_root.is_some()),
+        ("--no-disk-check", a.no_disk_check),
+        ("--allow-command-pointers", a.allow_command_pointers),
+    ];
+    for (flag, on) in &given {
+        if *on && provider != ProviderChoice::Rules {
+            return Err(usage(format!(
+                "{flag} only applies to the offline rules policy: pass --provider rules explicitly (got --provider {}; auto may pick a judge, which ignores it)",
+                provider.name()
+            )));
+        }
+    }
+    let uses_root = matches!(mode, RulesMode::Recoverable | RulesMode::Stashed);
+    if a.workspace_root.is_some() && !uses_root {
+        return Err(usage(format!(
+            "--workspace-root only applies to --rules-mode recoverable or stashed (got --rules-mode {})",
+            mode.name()
+        )));
+    }
+    if a.no_disk_check && a.workspace_root.is_none() {
+        return Err(usage(
+            "--no-disk-check needs --workspace-root: without a workspace root there is no disk check to turn off",
+        ));
+    }
+    if a.allow_command_pointers && mode != RulesMode::Recoverable {
+        return Err(usage(format!(
+            "--allow-command-pointers only applies to --rules-mode recoverable (got --rules-mode {})",
+            mode.name()
+        )));
+    }
+    let workspace_root = match &a.workspace_root {
+        None => None,
+        Some(root) => {
+            if !crate::io::is_dir(root) {
+                return Err(usage(format!(
+                    "--workspace-root {} is not a directory",
+                    root.display()
+                )));
+            }
+            Some(
+                std::path::absolute(root)
+                    .map_err(|e| usage(format!("--workspace-root {}: {e}", root.display())))?,
+            )
+        }
+    };
+    let stash_dir = if mode == RulesMode::Stashed && provider == ProviderChoice::Rules {
+        Some(env.require_stash_dir()?)
+    } else {
+        None
+    };
+    Ok(RulesOptions {
+        workspace_root,
+        disk_check: !a.no_disk_check,
+        allow_command_pointers: a.allow_command_pointers,
+        stash_dir,
+    })
+}
 fn env_ms(name: &str, v: Option<&String>, default: u64) -> Result<Duration, Error> {
     match v {
         None => Ok(Duration::from_millis(default)),

@@ -45,6 +45,17 @@ pub fn render(r: &Report, s: &CompactSettings) -> String {
         r.tool_calls_deduped,
         r.tool_calls_replaced
     );
+    if let Some(check) = r.recoverability_check {
+        let _ = writeln!(o, "  recovery    pointers checked by {check}");
+    }
+    if r.tool_calls_stashed > 0 {
+        let _ = writeln!(
+            o,
+            "  stash       {} output(s) in {} (lcc recall <id> prints one back)",
+            r.tool_calls_stashed,
+            r.stash_dir.as_deref().unwrap_or("?")
+        );
+    }
     let _ = writeln!(
         o,
         "  messages    {} -> {}",

@@ -35,6 +35,8 @@ pub struct Assessment {
     pub judge_latency_ms: u64,
     /// Verification findings (rules lossless/recoverable), reported as `lossless_violations`.
     pub violations: Vec<String>,
+    /// What a rules pass leaves for the command layer: disk stamps, stash entries.
+    pub rules_extra: rules::Extras,
 }
 
 impl Assessment {
@@ -57,6 +59,7 @@ impl Assessment {
             input_tokens_sent: 0,
             judge_latency_ms: 0,
             violations: Vec::new(),
+            rules_extra: rules::Extras::default(),
         }
     }
 }
@@ -136,7 +139,24 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         (counts, count_ms, stages)
     });
-    let (assessment, rebuilt, decide_ms, rebuild_ms) = stages?;
+    let (mut assessment, rebuilt, decide_ms, mut rebuild_ms) = stages?;
+    let rebuilt = match rebuilt {
+        Some(r) => r,
+        None => {
+            // Stash notes name their token counts, which are the pieces just counted.
+            let tr = Instant::now();
+            let first_result = result_piece_offsets(&t);
+            rules::stash::finish_notes(
+                &t,
+                &mut assessment.decisions,
+                &mut assessment.rules_extra,
+                |r| piece_counts[first_result[r.message] + r.block],
+            );
+            let r = rebuild_and_verify(s, &t, &pins, src, &mut assessment);
+            rebuild_ms += ms(tr);
+            r
+        }
+    };
     let acc = report::account(
         &t,
         &pieces,
@@ -171,36 +191,70 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     })
 }
 
-/// Decide, rebuild and verify (the lossless fail-safe reverts to keeping everything).
+/// Where each message's first result sits in [`report::Pieces::all`].
+fn result_piece_offsets(t: &Transcript) -> Vec<usize> {
+    let mut k = 0;
+    t.messages
+        .iter()
+        .map(|m| {
+            let first = k + 1 + m.calls.len();
+            k = first + m.results.len();
+            first
+        })
+        .collect()
+}
+
+/// Decide, then rebuild and verify — unless the decisions wait for token counts (stash
+/// notes), which the caller fills in from the pieces it counts before rebuilding.
 fn decide_and_rebuild(
     s: &CompactSettings,
     t: &Transcript,
     pairs: &[crate::transcript::Pair],
     pins: &Pins,
     src: &str,
-) -> Result<(Assessment, rebuild::Rebuilt, u64, u64)> {
+) -> Result<(Assessment, Option<rebuild::Rebuilt>, u64, u64)> {
     let td = Instant::now();
     let mut assessment = assess(s, t, pairs, pins)?;
     let decide_ms = ms(td);
-
+    if assessment.rules_extra.notes_pending {
+        return Ok((assessment, None, decide_ms, 0));
+    }
     let tr = Instant::now();
+    let rebuilt = rebuild_and_verify(s, t, pins, src, &mut assessment);
+    Ok((assessment, Some(rebuilt), decide_ms, ms(tr)))
+}
+
+/// Rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
+/// everything), then settle the rules pass's side effects (stash writes, disk re-hash).
+fn rebuild_and_verify(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    src: &str,
+    assessment: &mut Assessment,
+) -> rebuild::Rebuilt {
     let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
-    if assessment.rules_mode == Some(RulesMode::Lossless)
-        && assessment
+    if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
+        if assessment
             .decisions
             .iter()
             .any(|d| d.action != Action::Keep)
-    {
-        let mut violations = rules::lossless::verify_decisions(t, &assessment.decisions);
-        if let Err(e) = transcript::validate(&rebuilt.text, t.format) {
-            violations.push(format!("the rebuilt transcript does not parse: {e}"));
-        }
-        if !violations.is_empty() {
-            fail_safe_keep_all(&mut assessment, "lossless", violations);
-            rebuilt = rebuild::apply(t, src, &assessment.decisions);
+        {
+            let mut violations =
+                rules::verify_decisions(mode, t, pins, &s.rules, &assessment.decisions);
+            if let Err(e) = transcript::validate(&rebuilt.text, t.format) {
+                violations.push(format!("the rebuilt transcript does not parse: {e}"));
+            }
+            if !violations.is_empty() {
+                fail_safe_keep_all(assessment, mode.name(), violations);
+                rebuilt = rebuild::apply(t, src, &assessment.decisions);
+            }
         }
     }
-    Ok((assessment, rebuilt, decide_ms, ms(tr)))
+    if settle(s, t, assessment, &io::DiskProbe) {
+        rebuilt = rebuild::apply(t, src, &assessment.decisions);
+    }
+    rebuilt
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -214,8 +268,74 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
     a.warnings.push(format!(
         "{mode}_verification_failed: kept every tool call (fail-safe)"
     ));
+    // Nothing to stash and no pointer to re-check once everything is kept.
+    a.rules_extra.disk.clear();
+    a.rules_extra.stash.clear();
     // The violations themselves are listed in the report's `lossless_violations`.
     a.violations = violations;
+}
+
+/// The rules pass's side effects, last before the output exists: write the stash (not on
+/// `--dry-run`), then re-hash every disk-verified file. A replacement whose stash write
+/// failed or whose file changed since its check becomes a keep (which only restores original
+/// bytes, so the verified output stays valid). Returns whether any decision changed.
+fn settle(
+    s: &CompactSettings,
+    t: &Transcript,
+    a: &mut Assessment,
+    probe: &dyn rules::FileProbe,
+) -> bool {
+    let mut changed = false;
+    if !s.dry_run && !a.rules_extra.stash.is_empty() {
+        let entries: Vec<(&str, &[u8])> = a
+            .rules_extra
+            .stash
+            .iter()
+            .map(|(k, digest)| {
+                let text = a.decisions[*k]
+                    .result
+                    .map_or("", |r| t.result(r).text.as_str());
+                (digest.as_str(), text.as_bytes())
+            })
+            .collect();
+        let errors = match &a.rules_extra.stash_dir {
+            Some(dir) => io::stash_put_all(dir, &entries),
+            None => entries
+                .iter()
+                .map(|_| Some("no stash directory".to_string()))
+                .collect(),
+        };
+        let failed: Vec<usize> = a
+            .rules_extra
+            .stash
+            .iter()
+            .zip(&errors)
+            .filter(|(_, e)| e.is_some())
+            .map(|((k, _), _)| *k)
+            .collect();
+        if let Some(e) = errors.into_iter().flatten().next() {
+            for &k in &failed {
+                a.decisions[k].action = Action::Keep;
+                a.decisions[k].reason = "stash_write_failed".into();
+            }
+            a.rules_extra.stash.retain(|(k, _)| !failed.contains(k));
+            a.warnings.push(format!(
+                "stash_write_failed: {} result(s) kept whole ({e})",
+                failed.len()
+            ));
+            changed = true;
+        }
+    }
+    let stale = rules::changed_since_check(&a.rules_extra, probe);
+    if !stale.is_empty() {
+        for &k in &stale {
+            a.decisions[k].action = Action::Keep;
+            a.decisions[k].reason = rules::disk::reason::CHANGED_BEFORE_EMIT.into();
+        }
+        a.rules_extra.disk.retain(|(k, _)| !stale.contains(k));
+        changed = true;
+    }
+    changed
 }
 
 fn assess(
@@ -252,18 +372,18 @@ fn assess(
             },
         },
     };
-    let mut a = if pins.candidates.is_empty() {
-        let mut a = Assessment::rules(mode, Vec::new());
+    // Stash notes wait for the token counts the pipeline makes anyway (no second count).
+    let (decisions, extra) =
+        rules::decide(mode, t, pins, &s.question, &s.rules, &io::DiskProbe, None);
+    let mut a = Assessment::rules(mode, decisions);
+    a.rules_extra = extra;
+    if pins.candidates.is_empty() {
         a.degradation_reason = Some("no_candidates".into());
         a.warnings
             .push("no_scorable_tool_calls: every call is pinned or has no result yet".into());
-        a
     } else {
-        let decisions = rules::lossless::decide(t, &pins.candidates);
-        let mut a = Assessment::rules(mode, decisions);
-        a.semantic_guarantee = "lossless";
-        a
-    };
+        a.semantic_guarantee = mode.guarantee();
+    }
     warnings.append(&mut a.warnings);
     a.warnings = warnings;
     Ok(a)
@@ -361,7 +481,12 @@ fn build_report(
         provider_used: a.provider_used.clone(),
         rules_mode: a.rules_mode.map(RulesMode::name),
         lossless_violations: a.violations.clone(),
-        recoverability_check: None,
+        recoverability_check: a.rules_extra.recoverability_check,
+        stash_dir: a
+            .rules_extra
+            .stash_dir
+            .as_ref()
+            .map(|d| d.display().to_string()),
         degraded: a.degraded,
         degradation_reason: a.degradation_reason.clone(),
         semantic_guarantee: a.semantic_guarantee,
@@ -400,8 +525,106 @@ fn build_report(
         tool_calls_dropped: counts[2],
         tool_calls_deduped: counts[3],
         tool_calls_replaced: counts[4],
+        tool_calls_stashed: a.rules_extra.stash.len(),
         warnings: a.warnings.clone(),
         decisions,
         timing: Timing::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::rules::disk::tests::MemProbe;
+
+    const SRC: &str = r#"{"messages": [
+        {"role": "user", "text": "go"},
+        {"role": "assistant", "text": "", "toolUses": [
+            {"tool_use_id": "a", "tool": "Read", "input": {"file_path": "/w/a.py"}},
+            {"tool_use_id": "b", "tool": "Read", "input": {"file_path": "/w/b.py"}}]},
+        {"role": "user", "text": "", "toolResults": [
+            {"tool_use_id": "a", "text": "     1\talpha line one, long enough to be worth a pointer\n     2\talpha line two\n     3\talpha line three, long enough to be worth a pointer"},
+            {"tool_use_id": "b", "text": "     1\tbeta line one, long enough to be worth a pointer\n     2\tbeta line two\n     3\tbeta line three, long enough to be worth a pointer"}]},
+        {"role": "assistant", "text": "done"}
+    ]}"#;
+
+    fn settings(args: &[&str], env: crate::settings::Env) -> CompactSettings {
+        let mut all = vec![
+            "lcc",
+            "compact",
+            "in.json",
+            "--provider",
+            "rules",
+            "--preserve-recent",
+            "1",
+        ];
+        all.extend_from_slice(args);
+        let crate::cli::Command::Compact(a) = crate::cli::Cli::parse_from(all).command else {
+            unreachable!()
+        };
+        CompactSettings::from_args(&a, env).unwrap()
+    }
+
+    fn decided(s: &CompactSettings, probe: &MemProbe) -> (Transcript, Assessment) {
+        let t = transcript::parse(SRC, None).unwrap();
+        let pins = pin::select(&t, &t.pairs().unwrap(), s.preserve_recent);
+        let (d, extra) = rules::decide(
+            s.rules_mode,
+            &t,
+            &pins,
+            "",
+            &s.rules,
+            probe,
+            Some(s.counter),
+        );
+        let mut a = Assessment::rules(s.rules_mode, d);
+        a.rules_extra = extra;
+        (t, a)
+    }
+
+    #[test]
+    fn a_file_changed_between_check_and_emit_is_kept() {
+        let s = settings(
+            &["--rules-mode", "recoverable", "--workspace-root", "/"],
+            Default::default(),
+        );
+        let mut probe = MemProbe::default();
+        probe.dirs.push("/w".into());
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nalpha line two\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        probe.files.insert("/w/b.py".into(), b"beta line one, long enough to be worth a pointer\nbeta line two\nbeta line three, long enough to be worth a pointer\n".to_vec());
+        let (t, mut a) = decided(&s, &probe);
+        assert!(a
+            .decisions
+            .iter()
+            .all(|d| d.reason == "replace_disk_verified"));
+        assert_eq!(a.rules_extra.disk.len(), 2);
+        assert!(!settle(&s, &t, &mut a, &probe), "nothing changed yet");
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nALPHA\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        assert!(settle(&s, &t, &mut a, &probe));
+        assert_eq!(a.decisions[0].action, Action::Keep);
+        assert_eq!(a.decisions[0].reason, "keep_disk_changed_before_emit");
+        assert_eq!(a.decisions[1].reason, "replace_disk_verified");
+        assert_eq!(a.rules_extra.disk.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_stash_write_keeps_the_result() {
+        let env = crate::settings::Env {
+            stash_dir: Some("/dev/null/lcc-stash".into()),
+            ..Default::default()
+        };
+        let s = settings(&["--rules-mode", "stashed", "--workspace-root", "/"], env);
+        let mut probe = MemProbe::default();
+        probe.dirs.push("/w".into());
+        probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nalpha line two\nalpha line three, long enough to be worth a pointer\n".to_vec());
+        let (t, mut a) = decided(&s, &probe);
+        assert_eq!(a.decisions[0].reason, "stashed:replace_disk_verified");
+        assert!(settle(&s, &t, &mut a, &probe));
+        assert_eq!(a.decisions[0].action, Action::Keep);
+        assert_eq!(a.decisions[0].reason, "stash_write_failed");
+        assert!(a.rules_extra.stash.is_empty());
+        assert!(a.warnings[0].starts_with("stash_write_failed: 1 result(s) kept whole"));
     }
 }

@@ -3,3 +3,4 @@
 
 pub mod compact;
 pub mod explain;
+pub mod recall;

@@ -64,6 +64,7 @@ fn base(decisions: Vec<Decision>) -> Assessment {
         input_tokens_sent: 0,
         judge_latency_ms: 0,
         violations: Vec::new(),
+        rules_extra: crate::rules::Extras::default(),
     }
 }
 

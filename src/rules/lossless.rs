@@ -19,7 +19,7 @@
 use crate::decide::{Action, Decision};
 use crate::transcript::{BlockRef, Pair, Transcript};
 
-use crate::fasthash::{hash_bytes, FastMap};
+use crate::fasthash::{hash_bytes, FastMap, FastSet};
 
 const HEADER_NAMES: [&str; 5] = [
     "Chunk ID",
@@ -30,7 +30,7 @@ const HEADER_NAMES: [&str; 5] = [
 ];
 const VOLATILE: [&str; 3] = ["Chunk ID:", "Wall time:", "Original token count:"];
 
-fn is_header_line(line: &str) -> bool {
+pub(crate) fn is_header_line(line: &str) -> bool {
     HEADER_NAMES.iter().any(|name| {
         line.strip_prefix(name).is_some_and(|rest| {
             // `\b` after the name: the next char must not be a word character.
@@ -102,6 +102,16 @@ fn later(list: Option<&Vec<usize>>, i: usize) -> &[usize] {
 
 /// Decide every candidate. Returns one decision per candidate, in candidate order.
 pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
+    decide_excluding(t, candidates, &FastSet::default())
+}
+
+/// [`decide`], where the results in `unavailable` are being replaced by another policy: they
+/// are neither deduped here nor used as pointer targets.
+pub fn decide_excluding(
+    t: &Transcript,
+    candidates: &[Pair],
+    unavailable: &FastSet<BlockRef>,
+) -> Vec<Decision> {
     use rayon::prelude::*;
 
     // Every result in transcript order.
@@ -119,6 +129,7 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
     let is_candidate: FastMap<usize, usize> = candidates
         .iter()
         .enumerate()
+        .filter(|(_, p)| !unavailable.contains(&p.result))
         .filter_map(|(ci, p)| position.get(&p.result).map(|&pos| (pos, ci)))
         .collect();
 
@@ -165,7 +176,7 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
         }
     }
 
-    let mut kept = vec![true; all.len()];
+    let mut kept: Vec<bool> = all.iter().map(|r| !unavailable.contains(r)).collect();
     let mut outcome: Vec<Option<(String, String, &'static str)>> = vec![None; candidates.len()];
     for i in (0..all.len()).rev() {
         let (Some(&ci), Some(key)) = (is_candidate.get(&i), key_of.get(&i)) else {
@@ -254,6 +265,15 @@ pub fn decide(t: &Transcript, candidates: &[Pair]) -> Vec<Decision> {
 /// and result ids/flags; every changed result holds a note whose claim is true against the
 /// first later unchanged result with the named id. Returns the violations (empty = pass).
 pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
+    verify_with(original, compacted, &|_, _| false)
+}
+
+/// A verifier hook: `allow(original_result, new_text)` accepts a changed result that is not
+/// a lossless note (the recoverable and stashed modes' own pointers).
+pub type Allow<'a> = &'a dyn Fn(&crate::transcript::ToolResult, &str) -> bool;
+
+/// [`verify`] with an [`Allow`] hook.
+pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'_>) -> Vec<String> {
     let mut v = Vec::new();
     if original.messages.len() != compacted.messages.len() {
         v.push(format!(
@@ -303,7 +323,7 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
         .flat_map(|m| &m.results)
         .map(|r| r.text.as_str())
         .collect();
-    v.extend(check_changes(original, |i| new.get(i).copied()));
+    v.extend(check_changes(original, |i| new.get(i).copied(), allow));
     v
 }
 
@@ -311,6 +331,16 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
 /// the output again: every changed result must hold a note whose claim is true against the
 /// first later unchanged result with the named id and the same `is_error`.
 pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
+    verify_decisions_with(t, decisions, &|_, _| false)
+}
+
+/// [`verify_decisions`] for a policy that also replaces results (`Replace` decisions): their
+/// notes must be accepted by `allow` (or be true lossless notes).
+pub fn verify_decisions_with(
+    t: &Transcript,
+    decisions: &[Decision],
+    allow: Allow<'_>,
+) -> Vec<String> {
     let mut flat: FastMap<BlockRef, usize> = FastMap::default();
     for (mi, m) in t.messages.iter().enumerate() {
         for bi in 0..m.results.len() {
@@ -329,7 +359,7 @@ pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
     for d in decisions {
         match (&d.action, d.result) {
             (Action::Keep, _) => {}
-            (Action::Dedupe { note, .. }, Some(r)) => {
+            (Action::Dedupe { note, .. } | Action::Replace { note, .. }, Some(r)) => {
                 changed.insert(flat[&r], note.as_str());
             }
             (a, _) => v.push(format!(
@@ -341,9 +371,11 @@ pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
     }
     let old: Vec<&crate::transcript::ToolResult> =
         t.messages.iter().flat_map(|m| &m.results).collect();
-    v.extend(check_changes(t, |i| {
-        Some(changed.get(&i).copied().unwrap_or(old[i].text.as_str()))
-    }));
+    v.extend(check_changes(
+        t,
+        |i| Some(changed.get(&i).copied().unwrap_or(old[i].text.as_str())),
+        allow,
+    ));
     v
 }
 
@@ -352,6 +384,7 @@ pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
 fn check_changes<'n>(
     original: &Transcript,
     new_text: impl Fn(usize) -> Option<&'n str>,
+    allow: Allow<'_>,
 ) -> Vec<String> {
     let mut v = Vec::new();
     let old: Vec<&crate::transcript::ToolResult> =
@@ -366,7 +399,7 @@ fn check_changes<'n>(
         by_id.entry(r.id.as_str()).or_default().push(j);
     }
     for (i, a) in old.iter().enumerate() {
-        if unchanged[i] {
+        if unchanged[i] || new_text(i).is_some_and(|n| allow(a, n)) {
             continue;
         }
         let target = |id: &str| {

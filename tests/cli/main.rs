@@ -11,4 +11,5 @@ mod mcp;
 mod mock_jev;
 mod report;
 mod roundtrip;
+mod rules;
 mod support;
