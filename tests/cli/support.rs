@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// The `lcc` binary under test, with a clean environment (no key, network off).
+/// The `lcc` binary under test, with a clean environment (no key, network off, the stash
+/// under the target directory).
 pub fn lcc() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_lcc"));
     c.env_remove("TYPESAFE_API_KEY")
@@ -16,7 +17,12 @@ pub fn lcc() -> Command {
         .env_remove("LCC_LAYA_TIMEOUT_MS")
         .env_remove("LCC_LAYA_HEALTH_TIMEOUT_MS")
         .env("LCC_TYPESAFE_KEY_FILE", "/nonexistent/lcc-test-key")
-        .env("LCC_DISABLE_NETWORK", "1");
+        .env("LCC_DISABLE_NETWORK", "1")
+        // --rules-mode stashed never writes to the user's cache from a test.
+        .env(
+            "LCC_STASH_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("lcc-test-stash"),
+        );
     c
 }
 
