@@ -769,6 +769,26 @@ pub fn reason_words(code: &str, kept_at: Option<&str>) -> String {
         "read_range_unknown" => "the read's line range is unknown, so it could not be re-read exactly; kept",
         "not_recoverable" => "there is no safe way to recover this output, so it was kept",
         "kept_default" => "no rule applied, so it was kept",
+        "command_output_changed_later" => {
+            "the same command gave a different output later, so re-running it would not give this one back; kept"
+        }
+        "command_pointers_disabled" => {
+            "re-running commands is off (--allow-command-pointers not given), so the output was kept"
+        }
+        "read_range_empty" => "the read covered no lines, so there was nothing to point at; kept",
+        "relative_path_without_cwd" => {
+            "the read names a relative path and the session's working directory is unknown; kept"
+        }
+        "temp_path" => "the file is in a temporary directory and may be gone; kept",
+        "latest_git_state" => "it is the latest git status/diff/log, which is always kept",
+        "latest_task_state" => "it is the latest plan or task list, which is always kept",
+        "latest_artifact_edit" => "it is the latest edit of a file, which is always kept",
+        "latest_user_question" => "it is the latest question to the user, which is always kept",
+        "latest_tool_result" => "it is the most recent tool result, which is always kept",
+        "named_in_goal" => "the goal names this file or command, so it was kept",
+        "named_in_recent_turns" => "a recent turn names this file or command, so it was kept",
+        "not_stash_eligible" => "neither the lossy nor the recoverable rules would remove it, so it was kept",
+        "stash_write_failed" => "the output could not be written to the stash, so it was kept",
         "large_old_output_trimmed" => "a large old output: only its head and tail were kept",
         "stale_read_far_from_recent_work" => {
             "a file read far from the recent work, so it was dropped"
@@ -778,6 +798,12 @@ pub fn reason_words(code: &str, kept_at: Option<&str>) -> String {
                 return format!(
                     "the same call ran again later ({}) with the same output, so this one was dropped",
                     one_line(id)
+                );
+            }
+            if let Some(inner) = code.strip_prefix("stashed:") {
+                return format!(
+                    "stored in the stash (lcc recall gives it back byte for byte) because {}",
+                    reason_words(inner, kept_at)
                 );
             }
             if let Some(guard) = code.strip_prefix("trim_guard_") {
