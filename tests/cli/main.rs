@@ -10,3 +10,4 @@ mod mock_jev;
 mod report;
 mod roundtrip;
 mod support;
+mod windowed;
