@@ -4,7 +4,7 @@
 # the question id and wording, so identical questions get identical answers).
 #
 #   REFKIT=/tmp/refkit scripts/compare-jev-reference.sh            # 50 messages, seed 1
-#   MESSAGES=200 SEED=7 EXTRA="--max-state-tokens 60000 --max-request-tokens 64000" ...
+#   MESSAGES=200 SEED=7 EXTRA="--max-state-tokens 32000 --max-request-tokens 64000" ...
 #
 # REFKIT is a writable copy of the reference kit on which setup.sh has run (it holds venv/
 # with lcc 1.2.0). Both tools run with --threshold 0.5 (the Python CLI defaults to 0.4).

@@ -120,9 +120,20 @@ pub struct CompactArgs {
     #[arg(long = "max-request-tokens", default_value_t = 30_000)]
     pub max_request_tokens: i64,
 
-    /// Most calls judged in one request.
-    #[arg(long = "batch-size", default_value_t = 8)]
-    pub batch_size: i64,
+    /// Most calls judged in one request [default: 8; for a session judged in windows, as
+    /// many as the token budgets allow].
+    #[arg(long = "batch-size")]
+    pub batch_size: Option<i64>,
+
+    /// Fail (exit 2) when the whole conversation does not fit --max-state-tokens even at
+    /// the `calls-one-line` stage, as the Python release does, instead of judging it in windows.
+    #[arg(long = "strict-fit")]
+    pub strict_fit: bool,
+
+    /// Use Jev's experimental long-context mode (header `TypeSafe-Danger-Zone-Long-Context`):
+    /// --max-state-tokens and --max-request-tokens may then go up to 262144.
+    #[arg(long = "long-context")]
+    pub long_context: bool,
 
     /// Most judge requests in flight at once (1-64).
     #[arg(long = "max-workers", default_value_t = 4)]

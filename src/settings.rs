@@ -56,6 +56,10 @@ pub struct FitLimits {
     pub max_state_tokens: usize,
     pub max_request_tokens: usize,
     pub batch_size: usize,
+    /// `--batch-size` was given (otherwise a window carries as many calls as fit).
+    pub batch_size_given: bool,
+    /// `--strict-fit`: no windowed stage; fail when the whole conversation does not fit.
+    pub strict_fit: bool,
 }
 
 /// What the environment says (read once, here).
@@ -186,6 +190,9 @@ pub struct JevConfig {
     pub retry_cap: Duration,
     /// Longest `Retry-After` honoured.
     pub retry_after_cap: Duration,
+    /// `--long-context`: send `TypeSafe-Danger-Zone-Long-Context: true` and use Jev's
+    /// long-context limits.
+    pub long_context: bool,
 }
 
 impl JevConfig {
@@ -326,12 +333,13 @@ impl CompactSettings {
         let preserve_recent = int_at_least("--preserve-recent", a.preserve_recent, 0)?;
         let max_state_tokens = int_at_least("--max-state-tokens", a.max_state_tokens, 64)?;
         let max_request_tokens = int_at_least("--max-request-tokens", a.max_request_tokens, 65)?;
+        check_jev_limits(max_state_tokens, max_request_tokens, a.long_context)?;
         if max_request_tokens <= max_state_tokens {
             return Err(usage(format!(
                 "--max-request-tokens must be greater than --max-state-tokens (got {max_request_tokens} <= {max_state_tokens})"
             )));
         }
-        let batch_size = int_at_least("--batch-size", a.batch_size, 1)?;
+        let batch_size = int_at_least("--batch-size", a.batch_size.unwrap_or(8), 1)?;
         let max_workers = int_at_least("--max-workers", a.max_workers, 1)?;
         if max_workers > 64 {
             return Err(usage(format!(
@@ -359,11 +367,12 @@ impl CompactSettings {
                 ))
             })?),
         };
-        let jev = jev_config(
+        let mut jev = jev_config(
             &env,
             &a.jev_model,
             matches!(provider, ProviderChoice::Jev | ProviderChoice::Auto),
         )?;
+        jev.long_context = a.long_context;
         let laya_context_tokens =
             int_at_least("--laya-context-tokens", a.laya_context_tokens, 256)?;
         if laya_context_tokens > 8192 {
@@ -395,6 +404,8 @@ impl CompactSettings {
                 max_state_tokens,
                 max_request_tokens,
                 batch_size,
+                batch_size_given: a.batch_size.is_some(),
+                strict_fit: a.strict_fit,
             },
             max_workers,
             min_reduction: a.min_reduction,
@@ -526,6 +537,7 @@ fn jev_config(env: &Env, model: &str, wanted: bool) -> Result<JevConfig, Error> 
         retry_base: env_ms("LCC_RETRY_BASE_MS", env.retry_base_ms.as_ref(), 500)?,
         retry_cap: Duration::from_secs(8),
         retry_after_cap: Duration::from_secs(30),
+        long_context: false,
     })
 }
 
@@ -603,6 +615,39 @@ pub fn health_url(endpoint: &str) -> String {
     url.set_query(None);
     url.set_fragment(None);
     url.to_string()
+}
+
+/// The token budgets may not exceed what Jev accepts: 32 000 tokens of state plus one
+/// question and 64 000 for a whole request, or 262 144 for both with `--long-context`.
+fn check_jev_limits(state: usize, request: usize, long_context: bool) -> Result<(), Error> {
+    use crate::judge::batch::{JEV_LONG_CONTEXT, JEV_STATE_PLUS_ALL, JEV_STATE_PLUS_QUESTION};
+    let checks = [
+        (
+            "--max-state-tokens",
+            state,
+            JEV_STATE_PLUS_QUESTION,
+            "the state plus one question",
+        ),
+        (
+            "--max-request-tokens",
+            request,
+            JEV_STATE_PLUS_ALL,
+            "a whole request",
+        ),
+    ];
+    for (flag, v, limit, what) in checks {
+        if long_context && v > JEV_LONG_CONTEXT {
+            return Err(usage(format!(
+                "{flag} must be at most {JEV_LONG_CONTEXT}, Jev's long-context limit (got {v})"
+            )));
+        }
+        if !long_context && v > limit {
+            return Err(usage(format!(
+                "{flag} {v} is over Jev's limit of {limit} tokens for {what}; lower it, or pass --long-context (Jev's experimental long-context mode, up to {JEV_LONG_CONTEXT})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn resolve_key(env: &Env) -> Result<Option<ApiKey>, Error> {

@@ -77,9 +77,14 @@ pub fn render(r: &Report, s: &CompactSettings) -> String {
         }
     );
     if r.requests > 0 {
+        let windows = if r.state_windows > 1 {
+            format!(", {} windows", r.state_windows)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "  judge       {} request(s), state {} tokens ({})",
+            "  judge       {} request(s), state {} tokens ({}{windows})",
             r.requests, r.state_tokens, r.state_fit_stage
         );
     }

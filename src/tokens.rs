@@ -17,6 +17,51 @@ use crate::fasthash::FastMap;
 thread_local! {
     static PIECE_CACHE: [RefCell<FastMap<Box<[u8]>, u32>>; 2] =
         [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
+    static SEGMENT_CACHE: [RefCell<FastMap<Box<[u8]>, u32>>; 2] =
+        [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
+}
+
+/// Segments up to this many bytes are memoised.
+const SEGMENT_CACHE_MAX: usize = 96;
+
+/// Cut `text` before every space (U+0020) that follows a non-whitespace character.
+///
+/// Both encodings' pre-tokenizers start a new chunk there: no chunk of either pattern holds a
+/// non-whitespace character followed by a space (letters, digits and punctuation runs never
+/// end in a space, whitespace runs never start after a non-whitespace character inside a
+/// chunk), and the patterns only look ahead. So a text's count is the sum of its segments'
+/// counts, and a segment seen before (a word, mostly) need not be pre-tokenized again.
+fn segments(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut spaces = memchr::memchr_iter(b' ', bytes);
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        for p in spaces.by_ref() {
+            if p <= start {
+                continue;
+            }
+            let prev = bytes[p - 1];
+            let after_text = if prev < 0x80 {
+                !prev.is_ascii_whitespace() && prev != 0x0b
+            } else {
+                text[..p]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| !c.is_whitespace())
+            };
+            if after_text {
+                let seg = &text[start..p];
+                start = p;
+                return Some(seg);
+            }
+        }
+        let seg = &text[start..];
+        start = bytes.len();
+        Some(seg)
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,13 +144,46 @@ impl Counter {
         }
     }
 
-    /// Exact token count of one text. The text is split by the encoding's pre-tokenizer and
-    /// each piece's count is memoised per thread: in transcripts most pieces (words, indents,
-    /// punctuation runs) repeat, and a lookup is cheaper than encoding the piece again.
+    /// Exact token count of one text. The text is cut into [`segments`] (mostly a word with
+    /// the space before it), each segment's count is memoised per thread, and a segment not
+    /// seen before is split by the encoding's pre-tokenizer, each piece's count memoised too:
+    /// in transcripts most segments and pieces repeat, and a lookup is cheaper than running
+    /// the pre-tokenizer and encoding again.
     pub fn count(self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
+        let which = match self.encoding {
+            Encoding::O200k => 0,
+            Encoding::Cl100k => 1,
+        };
+        SEGMENT_CACHE.with(|caches| {
+            let mut cache = caches[which].borrow_mut();
+            if cache.len() > 1 << 20 {
+                cache.clear();
+            }
+            let mut total = 0;
+            for seg in segments(text) {
+                let b = seg.as_bytes();
+                if b.len() > SEGMENT_CACHE_MAX {
+                    total += self.count_pieces(seg);
+                    continue;
+                }
+                if let Some(&n) = cache.get(b) {
+                    total += n as usize;
+                    continue;
+                }
+                let n = self.count_pieces(seg);
+                cache.insert(b.into(), u32::try_from(n).unwrap_or(u32::MAX));
+                total += n;
+            }
+            total
+        })
+    }
+
+    /// Exact token count of one text, split by the encoding's pre-tokenizer, each piece's
+    /// count memoised per thread.
+    fn count_pieces(self, text: &str) -> usize {
         let tok = self.tokenizer();
         let which = match self.encoding {
             Encoding::O200k => 0,
@@ -209,6 +287,51 @@ mod tests {
         }
         let many = Counter::o200k().count_many(&texts);
         assert_eq!(many[0], Counter::o200k().count(texts[0]));
+    }
+
+    /// Cutting at spaces never changes a count: texts built to stress whitespace (runs of
+    /// spaces, tabs, newlines, Unicode spaces, contractions, digits, punctuation), counted by
+    /// tiktoken-rs whole.
+    #[test]
+    fn segments_keep_counts_exact() {
+        let atoms = [
+            " ", "  ", "   ", "\t", "\n", "\r\n", "\u{a0}", "\u{3000}", "\u{2003}", "\u{85}",
+            "\u{b}", "\u{c}", "\u{1c}", "a", "Word", "it's", "'s", "DON'T", "123", "45678", ".",
+            "...", "/", "//", "\"", "{\"k\": ", "é", "東京", "😀", "-", "_x", "(", ")", "\n    ",
+            "\t\t",
+        ];
+        let o = tiktoken_rs::o200k_base().unwrap();
+        let c = tiktoken_rs::cl100k_base().unwrap();
+        let cl = Counter {
+            encoding: Encoding::Cl100k,
+            exact: true,
+        };
+        let mut seed: u64 = 11;
+        for round in 0..3000 {
+            let len = 1 + round % 40;
+            let text: String = (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1442695040888963407);
+                    atoms[(seed >> 33) as usize % atoms.len()]
+                })
+                .collect();
+            let joined: String = segments(&text).collect();
+            assert_eq!(joined, text);
+            assert_eq!(
+                Counter::o200k().count(&text),
+                o.encode_ordinary(&text).len(),
+                "{text:?}"
+            );
+            assert_eq!(cl.count(&text), c.encode_ordinary(&text).len(), "{text:?}");
+            // Twice: the second time from the segment cache.
+            assert_eq!(
+                Counter::o200k().count(&text),
+                o.encode_ordinary(&text).len(),
+                "{text:?}"
+            );
+        }
     }
 
     /// tiktoken-rs's encoding tables are the reference: every piece of every shipped fixture

@@ -13,9 +13,12 @@
 //! `--batch-size` calls or the next cost would overflow the room. Independently, state plus
 //! any single question must stay under Jev's per-question limit. Both Jev limits are stated in
 //! Jev's own tokens, which run up to 1.24× o200k on transcript states (measured by the Python
-//! release against the live API), so they are applied as o200k counts divided by 1.25.
+//! release against the live API), so they are applied as o200k counts divided by 1.25
+//! ([`Caps`]; with `--long-context` both limits are 262 144). A session judged in windows is
+//! packed by [`super::window`] instead: one batch per window.
 
 use crate::json::quote;
+use crate::tokens::Counter;
 
 /// Tokens allowed for `{"model": …, "state": …, "questions": …}` around state and questions.
 pub const ENVELOPE_TOKENS: usize = 64;
@@ -23,6 +26,55 @@ pub const ENVELOPE_TOKENS: usize = 64;
 pub const JEV_STATE_PLUS_QUESTION: usize = 32_000;
 /// Jev: state plus all questions of a request, in Jev tokens.
 pub const JEV_STATE_PLUS_ALL: usize = 64_000;
+/// Jev with `TypeSafe-Danger-Zone-Long-Context: true`: both limits, in Jev tokens.
+pub const JEV_LONG_CONTEXT: usize = 262_144;
+
+/// Jev's two limits on one request, in Jev tokens and as o200k counts (÷ 1.25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// State plus its longest single question, Jev tokens.
+    pub single_jev: usize,
+    /// State plus all questions, Jev tokens.
+    pub total_jev: usize,
+    pub long_context: bool,
+}
+
+impl Caps {
+    pub fn new(long_context: bool) -> Caps {
+        if long_context {
+            Caps {
+                single_jev: JEV_LONG_CONTEXT,
+                total_jev: JEV_LONG_CONTEXT,
+                long_context,
+            }
+        } else {
+            Caps {
+                single_jev: JEV_STATE_PLUS_QUESTION,
+                total_jev: JEV_STATE_PLUS_ALL,
+                long_context,
+            }
+        }
+    }
+
+    /// State plus one question, o200k tokens.
+    pub fn single(self) -> usize {
+        o200k_cap(self.single_jev)
+    }
+
+    /// State plus all questions, o200k tokens.
+    pub fn total(self) -> usize {
+        o200k_cap(self.total_jev)
+    }
+
+    /// How to get more room than these caps give.
+    pub fn hint(self) -> &'static str {
+        if self.long_context {
+            ""
+        } else {
+            " (or pass --long-context)"
+        }
+    }
+}
 
 /// A Jev limit expressed in o200k tokens (÷ 1.25).
 pub fn o200k_cap(jev_tokens: usize) -> usize {
@@ -40,6 +92,39 @@ pub fn keep_result_key(id: &str) -> String {
 /// The two questions of one call as JSON object members (no braces):
 /// `"keep_call_{id}": {…}, "keep_result_{id}": {…}`.
 pub fn question_members(id: &str, tool: &str) -> String {
+    // JSON escaping is per character, so the constant parts are escaped once and the id and
+    // the tool spliced in between.
+    static PARTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let parts = PARTS.get_or_init(|| {
+        let whole = question_members_slow("\u{0}ID\u{0}", "\u{0}TOOL\u{0}");
+        let parts: Vec<String> = whole
+            .split("\\u0000ID\\u0000")
+            .flat_map(|p| p.split("\\u0000TOOL\\u0000"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(parts.len(), 7, "question template");
+        parts
+    });
+    let e = |s: &str| -> String {
+        let q = quote(s, false);
+        q[1..q.len() - 1].to_string()
+    };
+    let (id, tool) = (e(id), e(tool));
+    // The id and the tool go, in order: id, id, tool, id, id, tool.
+    let vars = [&id, &id, &tool, &id, &id, &tool];
+    let mut out = String::with_capacity(
+        parts.iter().map(String::len).sum::<usize>() + 4 * id.len() + 2 * tool.len(),
+    );
+    for (part, var) in parts.iter().zip(vars) {
+        out.push_str(part);
+        out.push_str(var);
+    }
+    out.push_str(&parts[6]);
+    out
+}
+
+/// [`question_members`], written out.
+fn question_members_slow(id: &str, tool: &str) -> String {
     let call = format!(
         "Judge the probability that tool call {id} ({tool}, in the conversation state) still matters in this session: knowing that the call was made, with the input it was made with, still serves the goal. A call whose purpose is finished and whose input adds nothing should score low."
     );
@@ -72,6 +157,68 @@ pub fn question_members(id: &str, tool: &str) -> String {
     )
 }
 
+/// Each candidate's question cost: the token count of its two questions as one JSON object
+/// (`{` + [`question_members`] + `}`), plus one.
+///
+/// Exact, without counting each object whole: the pre-tokenizer splits text into chunks that
+/// BPE never merges across, and a space that follows a letter, digit or punctuation run always
+/// starts a chunk. The object text varies with the id and the tool in four places only, each
+/// of which starts at the object's start or at such a space, and ends just before one:
+/// `{"keep_call_ID":`, ` ID (TOOL,`, ` "keep_result_ID":` and ` ID (TOOL)`. So the count is a
+/// constant (a reference object's count minus its four regions) plus the counts of the four
+/// regions. Ids and tools outside `[A-Za-z0-9_.-]` (which could be escaped, or hold spaces)
+/// are counted whole. A unit test checks the two ways agree.
+pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
+    fn regions(id: &str, tool: &str) -> [String; 4] {
+        [
+            format!("{{\"keep_call_{id}\":"),
+            format!(" {id} ({tool},"),
+            format!(" \"keep_result_{id}\":"),
+            format!(" {id} ({tool})"),
+        ]
+    }
+    fn object(id: &str, tool: &str) -> String {
+        format!("{{{}}}", question_members(id, tool))
+    }
+    fn safe(s: &str) -> bool {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    }
+    let base = {
+        let (id, tool) = ("toolu_ref", "Ref");
+        let parts = regions(id, tool);
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        counter.count(&object(id, tool)) - counter.count_many(&refs).iter().sum::<usize>()
+    };
+    let mut texts: Vec<String> = Vec::with_capacity(calls.len() * 4);
+    let mut whole = Vec::new();
+    for (i, &(id, tool)) in calls.iter().enumerate() {
+        if safe(id) && safe(tool) {
+            texts.extend(regions(id, tool));
+        } else {
+            whole.push((i, texts.len()));
+            texts.push(object(id, tool));
+        }
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let counts = counter.count_many(&refs);
+    let mut out = Vec::with_capacity(calls.len());
+    let mut at = 0;
+    let mut next_whole = whole.iter().peekable();
+    for i in 0..calls.len() {
+        if next_whole.peek().is_some_and(|&&(w, _)| w == i) {
+            out.push(counts[at] + 1);
+            at += 1;
+            next_whole.next();
+        } else {
+            out.push(base + counts[at..at + 4].iter().sum::<usize>() + 1);
+            at += 4;
+        }
+    }
+    out
+}
+
 /// One request's worth of candidates (indices into the candidate list), numbered from 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
@@ -79,6 +226,8 @@ pub struct Batch {
     pub calls: Vec<usize>,
     /// Sum of the calls' question costs.
     pub question_tokens: usize,
+    /// Which state the batch is sent with (always 0 unless the session is judged in windows).
+    pub state: usize,
 }
 
 /// Pack candidates (given their ids and question costs) into batches.
@@ -88,14 +237,18 @@ pub fn pack(
     state_tokens: usize,
     batch_size: usize,
     max_request_tokens: usize,
+    caps: Caps,
 ) -> Result<Vec<Batch>, String> {
-    let total_cap = o200k_cap(JEV_STATE_PLUS_ALL);
-    let single_cap = o200k_cap(JEV_STATE_PLUS_QUESTION);
+    let total_cap = caps.total();
+    let single_cap = caps.single();
     let budget = max_request_tokens.min(total_cap);
     let room = budget.saturating_sub(state_tokens + ENVELOPE_TOKENS);
     if room == 0 {
         let hint = if budget < max_request_tokens {
-            format!("Jev accepts at most {JEV_STATE_PLUS_ALL} of its tokens (about {total_cap} o200k tokens) per request; lower --max-state-tokens")
+            format!(
+                "Jev accepts at most {} of its tokens (about {total_cap} o200k tokens) per request; lower --max-state-tokens",
+                caps.total_jev
+            )
         } else {
             "raise --max-request-tokens".to_string()
         };
@@ -109,11 +262,13 @@ pub fn pack(
         number: 1,
         calls: Vec::new(),
         question_tokens: 0,
+        state: 0,
     };
     for (i, (&id, &q)) in ids.iter().zip(costs).enumerate() {
         if state_tokens + q + ENVELOPE_TOKENS > single_cap {
             return Err(format!(
-                "a single question for {id} ({q} tokens) does not fit with the {state_tokens}-token state inside Jev's limit for the state plus one question ({JEV_STATE_PLUS_QUESTION} of its tokens, about {single_cap} o200k tokens); lower --max-state-tokens"
+                "a single question for {id} ({q} tokens) does not fit with the {state_tokens}-token state inside Jev's limit for the state plus one question ({} of its tokens, about {single_cap} o200k tokens); lower --max-state-tokens",
+                caps.single_jev
             ));
         }
         if !current.calls.is_empty()
@@ -126,6 +281,7 @@ pub fn pack(
                     number,
                     calls: Vec::new(),
                     question_tokens: 0,
+                    state: 0,
                 },
             ));
         }
@@ -161,30 +317,84 @@ mod tests {
     }
 
     #[test]
+    fn spliced_questions_are_the_written_out_ones() {
+        for (id, tool) in [
+            ("toolu_1", "Bash"),
+            ("a\"b\\c", "T\u{1}ool"),
+            ("", ""),
+            ("東京", "é"),
+        ] {
+            assert_eq!(question_members(id, tool), question_members_slow(id, tool));
+        }
+    }
+
+    #[test]
+    fn question_costs_are_exact() {
+        let c = Counter::o200k();
+        let calls = [
+            ("toolu_01XyZ9aBcDeFgHiJkLmNoPq", "Read"),
+            ("call_abc123", "exec_command"),
+            ("c1", "mcp__github__create_issue"),
+            ("x-y.z_", "Bash"),
+            ("9lives", "Edit"),
+            ("toolu_", "TodoWrite"),
+            ("a b", "Read"),
+            ("id\"quoted", "Read"),
+            ("é", "Grep"),
+            ("ok", "tool with spaces"),
+            ("toolu_01", "Web.Fetch-2"),
+        ];
+        // And a few hundred pseudo-random ids and tools over the fast path's alphabet.
+        let alphabet = b"abcXYZ019_.-";
+        let mut seed: u64 = 7;
+        let mut pick = |len: usize| -> String {
+            (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    alphabet[(seed >> 33) as usize % alphabet.len()] as char
+                })
+                .collect()
+        };
+        let random: Vec<(String, String)> = (0..300)
+            .map(|i| (pick(1 + i % 30), pick(1 + i % 9)))
+            .collect();
+        let mut calls: Vec<(&str, &str)> = calls.to_vec();
+        calls.extend(random.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+        let costs = question_costs(&calls, c);
+        for (&(id, tool), &cost) in calls.iter().zip(&costs) {
+            let whole = c.count(&format!("{{{}}}", question_members(id, tool))) + 1;
+            assert_eq!(cost, whole, "{id} {tool}");
+        }
+    }
+
+    #[test]
     fn packing() {
         let ids = ["a", "b", "c", "d", "e"];
         let costs = [100, 100, 100, 100, 100];
-        let b = pack(&ids, &costs, 1000, 2, 30_000).unwrap();
+        let b = pack(&ids, &costs, 1000, 2, 30_000, Caps::new(false)).unwrap();
         let calls: Vec<_> = b.iter().map(|b| b.calls.clone()).collect();
         assert_eq!(calls, vec![vec![0, 1], vec![2, 3], vec![4]]);
         assert_eq!(b[2].number, 3);
         // Room for two questions: 1000 + 64 + 250 = 1314.
-        let b = pack(&ids, &costs, 1000, 64, 1314).unwrap();
+        let b = pack(&ids, &costs, 1000, 64, 1314, Caps::new(false)).unwrap();
         assert_eq!(b.len(), 3);
         assert_eq!(b[0].question_tokens, 200);
         // A single question that cannot fit.
-        let e = pack(&ids, &costs, 1000, 64, 1100).unwrap_err();
+        let e = pack(&ids, &costs, 1000, 64, 1100, Caps::new(false)).unwrap_err();
         assert!(e.contains("a single question for a (100 tokens)"), "{e}");
-        let e = pack(&ids, &costs, 1000, 64, 1050).unwrap_err();
+        let e = pack(&ids, &costs, 1000, 64, 1050, Caps::new(false)).unwrap_err();
         assert!(e.contains("leaves no room"), "{e}");
         // Raised --max-request-tokens is capped by Jev's total limit (51 200 o200k).
         let many: Vec<String> = (0..1000).map(|i| format!("c{i}")).collect();
         let ids: Vec<&str> = many.iter().map(String::as_str).collect();
         let costs = vec![250; 1000];
-        let b = pack(&ids, &costs, 20_000, 10_000, 100_000).unwrap();
+        let b = pack(&ids, &costs, 20_000, 10_000, 100_000, Caps::new(false)).unwrap();
         assert_eq!(b[0].calls.len(), (51_200 - 20_064) / 250);
         // State plus one question over Jev's per-question limit.
-        let e = pack(&ids, &costs, 25_500, 8, 60_000).unwrap_err();
+        let e = pack(&ids, &costs, 25_500, 8, 60_000, Caps::new(false)).unwrap_err();
         assert!(e.contains("lower --max-state-tokens"), "{e}");
+        // Long-context mode lifts both caps (262 144 Jev tokens, 209 715 o200k).
+        let b = pack(&ids, &costs, 25_500, 10_000, 200_000, Caps::new(true)).unwrap();
+        assert_eq!(b[0].calls.len(), (200_000 - 25_564) / 250);
     }
 }

@@ -62,6 +62,9 @@ pub trait Transport: Send + Sync + 'static {
     fn post(&self, body: String) -> impl Future<Output = Result<Reply, SendError>> + Send;
 }
 
+/// Sent (as `true`) with `--long-context`.
+pub const LONG_CONTEXT_HEADER: &str = "typesafe-danger-zone-long-context";
+
 /// reqwest over rustls, no redirects (the key is never re-sent elsewhere).
 pub struct HttpTransport {
     client: reqwest::Client,
@@ -78,7 +81,16 @@ impl HttpTransport {
                 "the API key holds characters that cannot go in an HTTP header".to_string()
             })?;
         auth.set_sensitive(true);
+        // --long-context: Jev's experimental long-context mode, on every request.
+        let mut headers = reqwest::header::HeaderMap::new();
+        if cfg.long_context {
+            headers.insert(
+                LONG_CONTEXT_HEADER,
+                reqwest::header::HeaderValue::from_static("true"),
+            );
+        }
         let client = reqwest::Client::builder()
+            .default_headers(headers)
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(cfg.connect_timeout)
             .timeout(cfg.timeout)
@@ -352,11 +364,27 @@ pub async fn send<T: Transport>(
     }
 }
 
+/// The states batches are sent with: one for every batch, or one per window of a long
+/// session, assembled when its batch is sent.
+pub enum States {
+    One(String),
+    Windows(Arc<super::window::Plan>),
+}
+
+impl States {
+    fn write(&self, i: usize, out: &mut String) {
+        match self {
+            States::One(s) => out.push_str(s),
+            States::Windows(plan) => plan.write_state(i, out),
+        }
+    }
+}
+
 /// Everything a request needs besides its calls.
 pub struct Job {
     pub model: String,
-    /// The fitted state JSON.
-    pub state: String,
+    /// The fitted state JSON (per [`Batch::state`]).
+    pub states: States,
     /// Per candidate: its two questions as object members.
     pub questions: Vec<String>,
     pub policy: Policy,
@@ -365,14 +393,21 @@ pub struct Job {
 
 impl Job {
     /// `{"model": …, "state": …, "questions": {…}}`.
-    pub fn body(&self, calls: &[usize]) -> String {
-        let qs: Vec<&str> = calls.iter().map(|&i| self.questions[i].as_str()).collect();
-        format!(
-            "{{\"model\": {}, \"state\": {}, \"questions\": {{{}}}}}",
-            crate::json::quote(&self.model, false),
-            self.state,
-            qs.join(", ")
-        )
+    pub fn body(&self, state: usize, calls: &[usize]) -> String {
+        let mut out = format!(
+            "{{\"model\": {}, \"state\": ",
+            crate::json::quote(&self.model, false)
+        );
+        self.states.write(state, &mut out);
+        out.push_str(", \"questions\": {");
+        for (n, &i) in calls.iter().enumerate() {
+            if n > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&self.questions[i]);
+        }
+        out.push_str("}}");
+        out
     }
 }
 
@@ -411,7 +446,7 @@ async fn run_batch<T: Transport>(t: &T, job: &Job, b: Batch, refused: &AtomicU16
             });
             continue;
         }
-        let outcome = send(t, &job.body(&calls), &job.policy, &job.redact).await;
+        let outcome = send(t, &job.body(b.state, &calls), &job.policy, &job.redact).await;
         match outcome {
             Err(Failure {
                 kind: FailKind::TooLarge,
@@ -608,7 +643,7 @@ mod tests {
         }));
         let job = Arc::new(Job {
             model: "m".into(),
-            state: "{}".into(),
+            states: States::One("{}".into()),
             questions: (0..5).map(|i| format!("\"q{i}\": 1")).collect(),
             policy: policy(),
             redact: Redactor::none(),
@@ -617,6 +652,7 @@ mod tests {
             number: 1,
             calls: vec![0, 1, 2, 3, 4],
             question_tokens: 0,
+            state: 0,
         }];
         let out = rt().block_on(run_all(
             Arc::clone(&t),

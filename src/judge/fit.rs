@@ -1,21 +1,31 @@
 //! Fitting the state into `--max-state-tokens`, cheapest stage first
 //! (`full` → `inputs-200` → `calls-one-line`, `reference/spec-core.md` §3.3).
 //!
+//! When even `calls-one-line` does not fit, the session is judged in windows
+//! ([`super::window`]) unless `--strict-fit` asks for the Python release's failure.
+//!
 //! Tokens are counted with the real tokenizer (o200k), once per rendered piece: each
-//! conversation entry is a piece, a piece already counted at an earlier stage is not counted
-//! again, and new pieces are counted in parallel. The state's count is the sum of its pieces
+//! conversation entry is a piece, an entry that does not change from one stage to the next is
+//! not counted again, and new pieces are counted in parallel. The state's count is the sum of its pieces
 //! (head, entries, separators, tail). BPE merges never cross the pre-tokenizer's chunk
 //! boundaries, and every piece boundary here sits between JSON punctuation, so the sum is
 //! never below the whole-text count and at most about two tokens per entry above it (the
 //! punctuation around a boundary, `}, {"`, merges in the whole text); a unit test checks
 //! both bounds.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::batch::{pack, Batch, Caps};
+use super::client::States;
+use super::outline::Index;
 use super::state::{Stage, View};
+use super::window::{self, Budget, Candidate};
+use crate::pin::Pins;
+use crate::settings::CompactSettings;
 use crate::tokens::Counter;
+use crate::transcript::{Pair, Transcript};
 
 /// The chosen rendering.
 #[derive(Debug, Clone)]
@@ -26,6 +36,157 @@ pub struct Fitted {
     pub json: String,
 }
 
+/// No entry for this message at this stage.
+const ABSENT: u32 = u32::MAX;
+
+/// Every message rendered at the stages tried so far, each rendering counted once. Owns its
+/// strings, so the windowed stage can keep it for the whole run.
+pub struct Rendered {
+    /// Distinct renderings (a message whose entry does not change from one stage to the
+    /// next shares one string).
+    pool: Vec<String>,
+    counts: Vec<u32>,
+    /// Per stage tried, per message: index into `pool`, or [`ABSENT`].
+    idx: Vec<Vec<u32>>,
+    /// Per stage tried: the whole conversation's state tokens.
+    totals: Vec<usize>,
+    /// Tokens of `", "` between two entries.
+    pub sep: usize,
+    max_state_tokens: usize,
+}
+
+impl Rendered {
+    /// Render every message at every stage (one pass, each piece rendered once), then count
+    /// stage by stage (`full` → `inputs-200` → `calls-one-line`), stopping at the first whose
+    /// whole state fits `max_state_tokens`.
+    pub fn new(view: &View, goal: &str, max_state_tokens: usize, counter: Counter) -> Rendered {
+        let fixed = counter.count(&View::head(goal)) + counter.count(View::TAIL);
+        let sep = counter.count(View::SEP);
+        let n = view.messages();
+        let mut r = Rendered {
+            pool: Vec::new(),
+            counts: Vec::new(),
+            idx: Vec::new(),
+            totals: Vec::new(),
+            sep,
+            max_state_tokens,
+        };
+        let mut all: Vec<[Option<String>; 3]> = (0..n)
+            .into_par_iter()
+            .with_min_len(64)
+            .map(|i| view.entries(i))
+            .collect();
+        for k in 0..Stage::ALL.len() {
+            let first_new = r.pool.len();
+            let prev = r.idx.last();
+            let mut idx = Vec::with_capacity(n);
+            for (i, entries) in all.iter_mut().enumerate() {
+                let Some(e) = entries[k].take() else {
+                    idx.push(ABSENT);
+                    continue;
+                };
+                let same = prev
+                    .map(|p| p[i])
+                    .filter(|&j| j != ABSENT && r.pool[j as usize] == e);
+                match same {
+                    Some(j) => idx.push(j),
+                    None => {
+                        idx.push(u32::try_from(r.pool.len()).unwrap_or(ABSENT));
+                        r.pool.push(e);
+                    }
+                }
+            }
+            let fresh: Vec<&str> = r.pool[first_new..].iter().map(String::as_str).collect();
+            r.counts.extend(
+                counter
+                    .count_many(&fresh)
+                    .into_iter()
+                    .map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
+            );
+            let present = idx.iter().filter(|&&k| k != ABSENT).count();
+            let tokens = fixed
+                + idx
+                    .iter()
+                    .filter(|&&k| k != ABSENT)
+                    .map(|&k| r.counts[k as usize] as usize)
+                    .sum::<usize>()
+                + sep * present.saturating_sub(1);
+            r.idx.push(idx);
+            r.totals.push(tokens);
+            if tokens <= max_state_tokens {
+                break;
+            }
+        }
+        r
+    }
+
+    /// The stage at which the whole conversation fits, if any.
+    pub fn fitting(&self) -> Option<Stage> {
+        let last = self.totals.len() - 1;
+        (self.totals[last] <= self.max_state_tokens).then_some(Stage::ALL[last])
+    }
+
+    /// The whole conversation's tokens at the last stage tried (the smallest rendering when
+    /// nothing fits).
+    pub fn smallest(&self) -> usize {
+        self.totals.last().copied().unwrap_or(0)
+    }
+
+    /// The state holding every message at `stage` (a stage already tried).
+    pub fn whole(&self, goal: &str, stage: Stage) -> Fitted {
+        let k = stage_index(stage);
+        let mut json = View::head(goal);
+        let mut first = true;
+        for &e in &self.idx[k] {
+            if e == ABSENT {
+                continue;
+            }
+            if !first {
+                json.push_str(View::SEP);
+            }
+            first = false;
+            json.push_str(&self.pool[e as usize]);
+        }
+        json.push_str(View::TAIL);
+        Fitted {
+            stage,
+            tokens: self.totals[k],
+            json,
+        }
+    }
+
+    /// Message `mi`'s entry at `stage` (every stage has been tried when nothing fits).
+    pub fn entry(&self, stage: Stage, mi: usize) -> Option<&str> {
+        let k = self.idx[stage_index(stage)][mi];
+        (k != ABSENT).then(|| self.pool[k as usize].as_str())
+    }
+
+    /// Tokens of message `mi`'s entry at `stage`; 0 when it shows nothing.
+    pub fn tokens(&self, stage: Stage, mi: usize) -> usize {
+        let k = self.idx[stage_index(stage)][mi];
+        if k == ABSENT {
+            0
+        } else {
+            self.counts[k as usize] as usize
+        }
+    }
+}
+
+fn stage_index(stage: Stage) -> usize {
+    match stage {
+        Stage::Full => 0,
+        Stage::Inputs200 => 1,
+        Stage::CallsOneLine => 2,
+    }
+}
+
+/// Why the whole conversation cannot be one state (the Python release's message).
+pub fn too_big(max_state_tokens: usize, smallest: usize) -> String {
+    format!(
+        "conversation does not fit the {max_state_tokens}-token state budget (smallest rendering is {smallest} tokens); raise --max-state-tokens or compact fewer messages"
+    )
+}
+
 /// Render the state at the first stage that fits, or say why none does.
 pub fn fit(
     view: &View,
@@ -33,46 +194,114 @@ pub fn fit(
     max_state_tokens: usize,
     counter: Counter,
 ) -> Result<Fitted, String> {
-    let head = View::head(goal);
-    let fixed = counter.count(&head) + counter.count(View::TAIL);
-    let sep = counter.count(View::SEP);
-    let mut cache: HashMap<String, usize> = HashMap::new();
-    let mut last = 0;
-    for stage in Stage::ALL {
-        let entries: Vec<String> = (0..view.messages())
-            .into_par_iter()
-            .with_min_len(64)
-            .filter_map(|i| view.entry(i, stage))
-            .collect();
-        let fresh: Vec<&str> = {
-            let mut seen = std::collections::HashSet::new();
-            entries
-                .iter()
-                .map(String::as_str)
-                .filter(|e| !cache.contains_key(*e) && seen.insert(*e))
-                .collect()
-        };
-        let counts = counter.count_many(&fresh);
-        let fresh_owned: Vec<String> = fresh.iter().map(|s| (*s).to_string()).collect();
-        cache.extend(fresh_owned.into_iter().zip(counts));
-        let tokens = fixed
-            + entries.iter().map(|e| cache[e.as_str()]).sum::<usize>()
-            + sep * entries.len().saturating_sub(1);
-        last = tokens;
-        if tokens <= max_state_tokens {
-            let mut json = head;
-            json.push_str(&entries.join(View::SEP));
-            json.push_str(View::TAIL);
-            return Ok(Fitted {
-                stage,
-                tokens,
-                json,
-            });
-        }
+    let r = Rendered::new(view, goal, max_state_tokens, counter);
+    match r.fitting() {
+        Some(stage) => Ok(r.whole(goal, stage)),
+        None => Err(too_big(max_state_tokens, r.smallest())),
     }
-    Err(format!(
-        "conversation does not fit the {max_state_tokens}-token state budget (smallest rendering is {last} tokens); raise --max-state-tokens or compact fewer messages"
-    ))
+}
+
+/// What the client needs to ask: the states, the batches (each naming its state), and how
+/// they were fitted.
+pub struct Prepared {
+    pub states: States,
+    pub batches: Vec<Batch>,
+    /// Per state: its budget count.
+    pub state_tokens: Vec<usize>,
+    /// `full`, `inputs-200`, `calls-one-line` or `windowed`.
+    pub stage: &'static str,
+    /// Set when the session was judged in windows.
+    pub warning: Option<String>,
+}
+
+/// Fit the state whole when it fits; otherwise judge in windows (unless `--strict-fit`).
+/// `ids` and `costs` are the candidates' call ids and question costs, in candidate order.
+pub fn prepare(
+    s: &CompactSettings,
+    t: &Transcript,
+    pairs: &[Pair],
+    pins: &Pins,
+    ids: &[&str],
+    costs: &[usize],
+    counter: Counter,
+) -> Result<Prepared, String> {
+    let view = View::new(t, pins, pairs);
+    let max = s.fit.max_state_tokens;
+    let rendered = Rendered::new(&view, &s.question, max, counter);
+    let caps = Caps::new(s.jev.long_context);
+    if let Some(stage) = rendered.fitting() {
+        let fitted = rendered.whole(&s.question, stage);
+        let batches = pack(
+            ids,
+            costs,
+            fitted.tokens,
+            s.fit.batch_size,
+            s.fit.max_request_tokens,
+            caps,
+        )?;
+        return Ok(Prepared {
+            states: States::One(fitted.json),
+            batches,
+            state_tokens: vec![fitted.tokens],
+            stage: stage.name(),
+            warning: None,
+        });
+    }
+    let smallest = rendered.smallest();
+    if s.fit.strict_fit {
+        return Err(too_big(max, smallest));
+    }
+    let index = Index::new(t, counter);
+    let candidates: Vec<Candidate> = pins
+        .candidates
+        .iter()
+        .zip(ids.iter().zip(costs))
+        .map(|(p, (&id, &q))| Candidate {
+            id,
+            call: p.call.message,
+            block: p.call.block,
+            result: p.result.message,
+            question_tokens: q,
+        })
+        .collect();
+    let budget = Budget {
+        max_state_tokens: max,
+        max_request_tokens: s.fit.max_request_tokens,
+        batch_size: if s.fit.batch_size_given {
+            s.fit.batch_size
+        } else {
+            usize::MAX
+        },
+        caps,
+    };
+    let plan = window::plan(
+        &view,
+        rendered,
+        &index,
+        &candidates,
+        &s.question,
+        budget,
+        counter,
+    )?;
+    let per_stage: Vec<String> = Stage::ALL
+        .iter()
+        .map(|&st| {
+            let k = plan.windows.iter().filter(|w| w.stage == st).count();
+            format!("{k} at {}", st.name())
+        })
+        .collect();
+    let warning = format!(
+        "judged_in_windows: the whole conversation needs {smallest} tokens even at calls-one-line, over --max-state-tokens {max}; the judge saw the session in {} windows ({}), each request showing the goal, the first and the pinned recent messages, one stretch of the conversation in detail and an outline of the rest",
+        plan.windows.len(),
+        per_stage.join(", ")
+    );
+    Ok(Prepared {
+        batches: plan.batches(),
+        state_tokens: plan.windows.iter().map(|w| w.tokens).collect(),
+        states: States::Windows(Arc::new(plan)),
+        stage: "windowed",
+        warning: Some(warning),
+    })
 }
 
 #[cfg(test)]

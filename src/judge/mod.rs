@@ -16,6 +16,11 @@
 //! applied in batch order whatever order they arrive in, so the report does not depend on
 //! timing (apart from its `timing` object).
 //!
+//! The state is the whole conversation at the first stage that fits `--max-state-tokens`
+//! ([`fit`]); when none does, the session is judged in windows ([`window`]): one state per
+//! window, one batch per window, `state_fit_stage: "windowed"`, `state_windows` the number
+//! of windows, `state_tokens` the largest state, and a `judged_in_windows` warning.
+//!
 //! Report counts: `requests` is the number of request bodies the pass built (one per batch,
 //! plus one more per split of a batch the API found too large; a batch not sent because the
 //! key was refused still counts); `calls` is the number of responses that carried an
@@ -27,7 +32,9 @@ pub mod batch;
 pub mod client;
 pub mod fit;
 pub mod laya;
+pub mod outline;
 pub mod state;
+pub mod window;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,13 +118,8 @@ pub fn assess(
         Err(why) => return Ok(unavailable(pins, why.describe())),
     };
 
-    // The state, fitted.
+    // The questions, costed.
     let counter = Counter::o200k();
-    let view = state::View::new(t, pins, pairs);
-    let fitted =
-        fit::fit(&view, &s.question, s.fit.max_state_tokens, counter).map_err(Error::Fit)?;
-
-    // The questions, costed and packed.
     let questions: Vec<String> = pins
         .candidates
         .par_iter()
@@ -126,27 +128,24 @@ pub fn assess(
             batch::question_members(&c.id, &c.tool)
         })
         .collect();
-    let objects: Vec<String> = questions.iter().map(|m| format!("{{{m}}}")).collect();
-    let refs: Vec<&str> = objects.iter().map(String::as_str).collect();
-    let costs: Vec<usize> = counter
-        .count_many(&refs)
-        .into_iter()
-        .map(|c| c + 1)
+    let calls: Vec<(&str, &str)> = pins
+        .candidates
+        .iter()
+        .map(|p| {
+            let c = t.call(p.call);
+            (c.id.as_str(), c.tool.as_str())
+        })
         .collect();
-    drop(objects);
+    let costs = batch::question_costs(&calls, counter);
     let ids: Vec<&str> = pins
         .candidates
         .iter()
         .map(|p| t.call(p.call).id.as_str())
         .collect();
-    let batches = batch::pack(
-        &ids,
-        &costs,
-        fitted.tokens,
-        s.fit.batch_size,
-        s.fit.max_request_tokens,
-    )
-    .map_err(Error::Fit)?;
+    // The state, fitted whole or in windows, and the questions packed.
+    let prepared = fit::prepare(s, t, pairs, pins, &ids, &costs, counter).map_err(Error::Fit)?;
+    let batches = prepared.batches;
+    let state_of_batch: Vec<usize> = batches.iter().map(|b| b.state).collect();
 
     // Ask.
     let transport = match client::HttpTransport::new(&s.jev, &key) {
@@ -156,7 +155,7 @@ pub fn assess(
     let redact = client::Redactor::new(&key);
     let job = Arc::new(client::Job {
         model: s.jev.model.clone(),
-        state: fitted.json,
+        states: prepared.states,
         questions,
         policy: client::Policy::from_config(&s.jev),
         redact: redact.clone(),
@@ -180,12 +179,13 @@ pub fn assess(
 
     // Apply, in batch order.
     let mut a = base(Vec::new());
-    a.state_tokens = fitted.tokens;
-    a.state_fit_stage = fitted.stage.name().into();
-    a.state_windows = 1;
+    a.state_tokens = prepared.state_tokens.iter().copied().max().unwrap_or(0);
+    a.state_fit_stage = prepared.stage.into();
+    a.state_windows = prepared.state_tokens.len();
+    a.warnings.extend(prepared.warning);
     let mut answers: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); pins.candidates.len()];
     let mut latency = Duration::ZERO;
-    for b in &results {
+    for (b, &state) in results.iter().zip(&state_of_batch) {
         latency += b.latency;
         a.requests += b.parts.len();
         if b.splits > 0 {
@@ -221,7 +221,7 @@ pub fn assess(
             a.jev_model_resolved =
                 Some(redact.clean(&response.model.unwrap_or_else(|| s.jev.model.clone())));
             a.input_tokens_sent += response.input_tokens.unwrap_or_else(|| {
-                fitted.tokens
+                prepared.state_tokens[state]
                     + batch::ENVELOPE_TOKENS
                     + part.calls.iter().map(|&i| costs[i]).sum::<usize>()
             });

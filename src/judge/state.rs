@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::json::{py_dumps, quote};
 use crate::pin::Pins;
-use crate::transcript::{BlockRef, Call, Message, Pair, Transcript};
+use crate::transcript::{BlockRef, Call, Pair, Transcript};
 
 /// A fitting stage, cheapest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,21 @@ impl<'a> View<'a> {
         self.t.messages.len()
     }
 
+    pub fn is_pinned(&self, mi: usize) -> bool {
+        self.pinned[mi]
+    }
+
+    /// At `calls-one-line`, message `mi` collapses to an entry with no call lines at all
+    /// (`{"role": R, "tool_calls": []}`: a results-only message with nothing asked about).
+    pub fn collapses_empty(&self, mi: usize) -> bool {
+        let m = &self.t.messages[mi];
+        !self.pinned[mi]
+            && !self.has_candidate[mi]
+            && py_blank(&m.text)
+            && m.calls.is_empty()
+            && !m.results.is_empty()
+    }
+
     /// The opening of the state, up to and including `[`.
     pub fn head(goal: &str) -> String {
         format!("{{\"goal\": {}, \"conversation\": [", quote(goal, false))
@@ -102,44 +117,62 @@ impl<'a> View<'a> {
 
     /// Message `mi` at `stage`, or `None` when it shows nothing (blank, no calls, no results).
     pub fn entry(&self, mi: usize, stage: Stage) -> Option<String> {
+        let [full, cut, one_line] = self.entries(mi);
+        match stage {
+            Stage::Full => full,
+            Stage::Inputs200 => cut,
+            Stage::CallsOneLine => one_line,
+        }
+    }
+
+    /// Message `mi` at every stage (in [`Stage::ALL`] order), each piece (quoted text, input
+    /// JSON, call line, result note) rendered once.
+    pub fn entries(&self, mi: usize) -> [Option<String>; 3] {
         let m = &self.t.messages[mi];
         let pinned = self.pinned[mi];
-        let one_line = stage == Stage::CallsOneLine;
-        if one_line
-            && !self.has_candidate[mi]
-            && !pinned
-            && py_blank(&m.text)
-            && (!m.calls.is_empty() || !m.results.is_empty())
-        {
-            let lines: Vec<String> = m
-                .calls
+        let role = quote(&m.role, false);
+        let non_blank = |t: &str| (!py_blank(t)).then(|| quote(t, false));
+        let text_full = non_blank(&m.text);
+        // inputs-200 abridges unpinned texts over 400 characters and calls-one-line every
+        // unpinned text, but abridging leaves texts of at most 600 characters as they are:
+        // both stages show the same text.
+        let text_short = if !pinned && m.text.chars().count() > TEXT_HEAD + TEXT_TAIL {
+            non_blank(&abridge(&m.text))
+        } else {
+            text_full.clone()
+        };
+        let lines = || -> Vec<String> {
+            m.calls
                 .iter()
                 .enumerate()
                 .map(|(bi, c)| quote(&self.line(mi, bi, c), false))
-                .collect();
-            return Some(format!(
-                "{{\"role\": {}, \"tool_calls\": [{}]}}",
-                quote(&m.role, false),
-                lines.join(", ")
-            ));
-        }
-        let mut parts: Vec<String> = vec![format!("\"role\": {}", quote(&m.role, false))];
-        let abridge_text = !pinned
-            && (one_line || (stage == Stage::Inputs200 && m.text.chars().count() > TEXT_HEAD));
-        let text = if abridge_text {
-            abridge(&m.text)
-        } else {
-            m.text.clone()
+                .collect()
         };
-        let has_text = !py_blank(&text);
-        if has_text {
-            parts.push(format!("\"text\": {}", quote(&text, false)));
+        // Calls: (full form, cut form, calls-one-line form).
+        let mut calls: Vec<[String; 3]> = Vec::with_capacity(m.calls.len());
+        for (bi, c) in m.calls.iter().enumerate() {
+            let head = format!(
+                "{{\"id\": {}, \"tool\": {}, \"input\": ",
+                quote(&c.id, false),
+                quote(&c.tool, false)
+            );
+            let full = py_dumps(&c.input, false);
+            let cut = match full.char_indices().nth(INPUT_CHARS) {
+                None => full.clone(),
+                Some((at, _)) => quote(&format!("{}\u{2026}", &full[..at]), false),
+            };
+            let here = BlockRef {
+                message: mi,
+                block: bi,
+            };
+            let short = if !pinned && !self.candidates.contains(&here) {
+                format!("{{\"line\": {}}}", quote(&self.line(mi, bi, c), false))
+            } else {
+                format!("{head}{cut}}}")
+            };
+            calls.push([format!("{head}{full}}}"), format!("{head}{cut}}}"), short]);
         }
-        let calls = self.calls(mi, m, stage, pinned);
-        if !calls.is_empty() {
-            parts.push(format!("\"tool_calls\": [{}]", calls.join(", ")));
-        }
-        if !m.results.is_empty() {
+        let notes = (!m.results.is_empty()).then(|| {
             let notes: Vec<String> = m
                 .results
                 .iter()
@@ -151,40 +184,48 @@ impl<'a> View<'a> {
                     )
                 })
                 .collect();
-            parts.push(format!("\"tool_results\": [{}]", notes.join(", ")));
-        }
-        if !has_text && calls.is_empty() && m.results.is_empty() {
-            return None;
-        }
-        Some(format!("{{{}}}", parts.join(", ")))
-    }
-
-    fn calls(&self, mi: usize, m: &Message, stage: Stage, pinned: bool) -> Vec<String> {
-        m.calls
-            .iter()
-            .enumerate()
-            .map(|(bi, c)| {
-                let here = BlockRef {
-                    message: mi,
-                    block: bi,
-                };
-                if stage == Stage::CallsOneLine && !pinned && !self.candidates.contains(&here) {
-                    return format!("{{\"line\": {}}}", quote(&self.line(mi, bi, c), false));
+            notes.join(", ")
+        });
+        let assemble = |text: &Option<String>, k: usize| -> Option<String> {
+            if text.is_none() && calls.is_empty() && notes.is_none() {
+                return None;
+            }
+            let mut out = format!("{{\"role\": {role}");
+            if let Some(t) = text {
+                out.push_str(", \"text\": ");
+                out.push_str(t);
+            }
+            if !calls.is_empty() {
+                out.push_str(", \"tool_calls\": [");
+                for (i, c) in calls.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&c[k]);
                 }
-                let full = py_dumps(&c.input, false);
-                let input = if stage == Stage::Full || full.chars().count() <= INPUT_CHARS {
-                    full
-                } else {
-                    let cut: String = full.chars().take(INPUT_CHARS).collect();
-                    quote(&format!("{cut}\u{2026}"), false)
-                };
-                format!(
-                    "{{\"id\": {}, \"tool\": {}, \"input\": {input}}}",
-                    quote(&c.id, false),
-                    quote(&c.tool, false)
-                )
-            })
-            .collect()
+                out.push(']');
+            }
+            if let Some(n) = &notes {
+                out.push_str(", \"tool_results\": [");
+                out.push_str(n);
+                out.push(']');
+            }
+            out.push('}');
+            Some(out)
+        };
+        let collapsed = !self.has_candidate[mi]
+            && !pinned
+            && text_full.is_none()
+            && (!m.calls.is_empty() || !m.results.is_empty());
+        let one_line = if collapsed {
+            Some(format!(
+                "{{\"role\": {role}, \"tool_calls\": [{}]}}",
+                lines().join(", ")
+            ))
+        } else {
+            assemble(&text_short, 2)
+        };
+        [assemble(&text_full, 0), assemble(&text_short, 1), one_line]
     }
 
     /// `"{id} {tool} {k1=v1, k2=v2} -> ok {n}ch"` (or `-> pending`), ends stripped.

@@ -12,10 +12,10 @@ use crate::mock_jev::{answers, by_name, noul, Mock, Reply, INPUT_TOKENS, MODEL};
 use crate::support;
 
 const KEY: &str = "sk-test-9f8e7d6c5b4a";
-const GOAL: &str = "fix the failing parser test";
+pub(crate) const GOAL: &str = "fix the failing parser test";
 
 /// `lcc` with network allowed, the test key, and the mock as endpoint; short back-off.
-fn jev(mock: &Mock) -> Command {
+pub(crate) fn jev(mock: &Mock) -> Command {
     let mut c = support::lcc();
     c.env_remove("LCC_DISABLE_NETWORK")
         .env("TYPESAFE_API_KEY", KEY)
@@ -26,21 +26,21 @@ fn jev(mock: &Mock) -> Command {
     c
 }
 
-struct Run {
-    out: Output,
-    report: Value,
-    output: String,
-    input: String,
-    stderr: String,
-    dir: tempfile::TempDir,
+pub(crate) struct Run {
+    pub out: Output,
+    pub report: Value,
+    pub output: String,
+    pub input: String,
+    pub stderr: String,
+    pub dir: tempfile::TempDir,
 }
 
 impl Run {
-    fn code(&self) -> i32 {
+    pub fn code(&self) -> i32 {
         self.out.status.code().unwrap_or(-1)
     }
 
-    fn warnings(&self) -> Vec<String> {
+    pub fn warnings(&self) -> Vec<String> {
         self.report["warnings"]
             .as_array()
             .unwrap()
@@ -50,7 +50,7 @@ impl Run {
     }
 
     /// Candidate decisions (pins left out): (id, decision, source, reason).
-    fn decisions(&self) -> Vec<(String, String, String, String)> {
+    pub fn decisions(&self) -> Vec<(String, String, String, String)> {
         self.report["decisions"]
             .as_array()
             .unwrap()
@@ -79,13 +79,13 @@ impl Run {
         r
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 }
 
 /// Run `compact` on `transcript` with `args` (defaults: `--provider jev --preserve-recent 1`).
-fn compact(mut cmd: Command, transcript: &str, args: &[&str]) -> Run {
+pub(crate) fn compact(mut cmd: Command, transcript: &str, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.json");
     std::fs::write(&input, transcript).unwrap();
@@ -141,7 +141,7 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("{prefix}_{i}")).collect()
 }
 
-fn refs(v: &[String]) -> Vec<&str> {
+pub(crate) fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
@@ -983,12 +983,13 @@ fn the_state_is_fitted_in_stages_and_refused_when_nothing_fits() {
     };
     let run = |n: u64| {
         let mock = Mock::by_name();
-        let args = budget(n);
+        let mut args = budget(n);
+        args.push("--strict-fit".into());
         let r = compact(jev(&mock), &src, &refs(&args));
         (r, mock)
     };
     // full
-    let (r, mock) = run(50_000);
+    let (r, mock) = run(30_000);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.report["state_fit_stage"], "full");
     let full = r.report["state_tokens"].as_u64().unwrap();

@@ -13,3 +13,4 @@ mod report;
 mod roundtrip;
 mod rules;
 mod support;
+mod windowed;
