@@ -332,6 +332,45 @@ o200k_base; gpt-4, gpt-3.5: cl100k_base; others: o200k_base, marked approximate)
         description: "Jev model name sent to the System One API.",
     },
     Opt {
+        name: "format",
+        kind: Kind::Str(&[]),
+        flag: "--format",
+        description: "Input format: lcc, claude-code, anthropic, openai-chat, openai-responses \
+or codex. Default: detected from the content. The output keeps the input's format.",
+    },
+    Opt {
+        name: "strict",
+        kind: Kind::Switch {
+            default: false,
+            flag_if_true: Some("--strict"),
+            flag_if_false: None,
+        },
+        flag: "--strict",
+        description: "Treat reading warnings as errors (a torn last JSONL line fails instead \
+of being left as it was).",
+    },
+    Opt {
+        name: "strict_fit",
+        kind: Kind::Switch {
+            default: false,
+            flag_if_true: Some("--strict-fit"),
+            flag_if_false: None,
+        },
+        flag: "--strict-fit",
+        description: "Fail when the whole conversation does not fit the state budget, instead \
+of judging it in windows.",
+    },
+    Opt {
+        name: "long_context",
+        kind: Kind::Switch {
+            default: false,
+            flag_if_true: Some("--long-context"),
+            flag_if_false: None,
+        },
+        flag: "--long-context",
+        description: "Use Jev's experimental long-context mode (budgets up to 262144 tokens).",
+    },
+    Opt {
         name: "laya_endpoint",
         kind: Kind::Str(&[]),
         flag: "--laya-endpoint",
