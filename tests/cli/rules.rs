@@ -100,10 +100,22 @@ fn plain(tag: &str, from: usize, to: usize) -> String {
 }
 
 /// A directory for one test, outside the system temp directory.
+/// A scratch directory outside the system temp directories (the policy never points at files
+/// there): the target directory's tmp when the checkout is not itself under /tmp (as a CI
+/// clone may be), else a folder under $HOME/.cache.
 fn work() -> tempfile::TempDir {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = if lcc::rules::shell::is_temp_path(&path_str(&target)) {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+        let dir = home.join(".cache").join("lcc-test-work");
+        std::fs::create_dir_all(&dir).expect("scratch dir under $HOME/.cache");
+        dir
+    } else {
+        target
+    };
     tempfile::Builder::new()
         .prefix("rules-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(base)
         .expect("temp dir")
 }
 
