@@ -731,6 +731,29 @@ pub fn delete_children(
 pub fn quote(s: &str, ascii: bool) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
+    if !ascii {
+        // Only `"`, `\` and control characters change, all ASCII: copy the runs between them.
+        let mut run = 0;
+        for (i, b) in s.bytes().enumerate() {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                out.push_str(&s[run..i]);
+                match b {
+                    b'"' => out.push_str("\\\""),
+                    b'\\' => out.push_str("\\\\"),
+                    b'\n' => out.push_str("\\n"),
+                    b'\r' => out.push_str("\\r"),
+                    b'\t' => out.push_str("\\t"),
+                    0x08 => out.push_str("\\b"),
+                    0x0c => out.push_str("\\f"),
+                    _ => out.push_str(&format!("\\u{b:04x}")),
+                }
+                run = i + 1;
+            }
+        }
+        out.push_str(&s[run..]);
+        out.push('"');
+        return out;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -941,5 +964,19 @@ mod tests {
             r#"{"a": [1, 2.5, 1e-05, 1e+20], "\u00e9": true}"#
         );
         assert_eq!(quote("😀", true), r#""\ud83d\ude00""#);
+    }
+
+    #[test]
+    fn quoting_matches_serde_json() {
+        let texts = [
+            "",
+            "plain",
+            "a\"b\\c\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f} é 東京 😀",
+            "\"\"",
+            "end\\",
+        ];
+        for t in texts {
+            assert_eq!(quote(t, false), serde_json::to_string(t).unwrap(), "{t:?}");
+        }
     }
 }

@@ -126,106 +126,144 @@ impl<'a> View<'a> {
     }
 
     /// Message `mi` at every stage (in [`Stage::ALL`] order), each piece (quoted text, input
-    /// JSON, call line, result note) rendered once.
+    /// JSON, call line, result note) rendered once and written straight into the three.
     pub fn entries(&self, mi: usize) -> [Option<String>; 3] {
         let m = &self.t.messages[mi];
         let pinned = self.pinned[mi];
-        let role = quote(&m.role, false);
-        let non_blank = |t: &str| (!py_blank(t)).then(|| quote(t, false));
-        let text_full = non_blank(&m.text);
+        let text_full = (!py_blank(&m.text)).then(|| quote(&m.text, false));
         // inputs-200 abridges unpinned texts over 400 characters and calls-one-line every
         // unpinned text, but abridging leaves texts of at most 600 characters as they are:
         // both stages show the same text.
-        let text_short = if !pinned && m.text.chars().count() > TEXT_HEAD + TEXT_TAIL {
-            non_blank(&abridge(&m.text))
-        } else {
-            text_full.clone()
-        };
-        let lines = || -> Vec<String> {
-            m.calls
-                .iter()
-                .enumerate()
-                .map(|(bi, c)| quote(&self.line(mi, bi, c), false))
-                .collect()
-        };
-        // Calls: (full form, cut form, calls-one-line form).
-        let mut calls: Vec<[String; 3]> = Vec::with_capacity(m.calls.len());
-        for (bi, c) in m.calls.iter().enumerate() {
-            let head = format!(
-                "{{\"id\": {}, \"tool\": {}, \"input\": ",
-                quote(&c.id, false),
-                quote(&c.tool, false)
-            );
-            let full = py_dumps(&c.input, false);
-            let cut = match full.char_indices().nth(INPUT_CHARS) {
-                None => full.clone(),
-                Some((at, _)) => quote(&format!("{}\u{2026}", &full[..at]), false),
-            };
-            let here = BlockRef {
-                message: mi,
-                block: bi,
-            };
-            let short = if !pinned && !self.candidates.contains(&here) {
-                format!("{{\"line\": {}}}", quote(&self.line(mi, bi, c), false))
-            } else {
-                format!("{head}{cut}}}")
-            };
-            calls.push([format!("{head}{full}}}"), format!("{head}{cut}}}"), short]);
-        }
-        let notes = (!m.results.is_empty()).then(|| {
-            let notes: Vec<String> = m
-                .results
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{{\"id\": {}, \"note\": {}}}",
-                        quote(&r.id, false),
-                        quote(&note(&r.text, r.is_error), false)
-                    )
-                })
-                .collect();
-            notes.join(", ")
-        });
-        let assemble = |text: &Option<String>, k: usize| -> Option<String> {
-            if text.is_none() && calls.is_empty() && notes.is_none() {
-                return None;
-            }
-            let mut out = format!("{{\"role\": {role}");
-            if let Some(t) = text {
-                out.push_str(", \"text\": ");
-                out.push_str(t);
-            }
-            if !calls.is_empty() {
-                out.push_str(", \"tool_calls\": [");
-                for (i, c) in calls.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(&c[k]);
-                }
-                out.push(']');
-            }
-            if let Some(n) = &notes {
-                out.push_str(", \"tool_results\": [");
-                out.push_str(n);
-                out.push(']');
-            }
-            out.push('}');
-            Some(out)
+        let abridged = (!pinned && m.text.chars().count() > TEXT_HEAD + TEXT_TAIL)
+            .then(|| abridge(&m.text))
+            .map(|a| (!py_blank(&a)).then(|| quote(&a, false)));
+        let text_short = match &abridged {
+            Some(a) => a.as_ref(),
+            None => text_full.as_ref(),
         };
         let collapsed = !self.has_candidate[mi]
             && !pinned
             && text_full.is_none()
             && (!m.calls.is_empty() || !m.results.is_empty());
-        let one_line = if collapsed {
-            Some(format!(
-                "{{\"role\": {role}, \"tool_calls\": [{}]}}",
-                lines().join(", ")
-            ))
-        } else {
-            assemble(&text_short, 2)
+        let role = quote(&m.role, false);
+        let open = |text: Option<&String>| -> Option<String> {
+            if text.is_none() && m.calls.is_empty() && m.results.is_empty() {
+                return None;
+            }
+            let mut out = String::with_capacity(256);
+            out.push_str("{\"role\": ");
+            out.push_str(&role);
+            if let Some(t) = text {
+                out.push_str(", \"text\": ");
+                out.push_str(t);
+            }
+            Some(out)
         };
-        [assemble(&text_full, 0), assemble(&text_short, 1), one_line]
+        let mut full = open(text_full.as_ref());
+        let mut cut = open(text_short);
+        let mut one_line = if collapsed {
+            let mut out = format!("{{\"role\": {role}, \"tool_calls\": [");
+            for (bi, c) in m.calls.iter().enumerate() {
+                if bi > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&quote(&self.line(mi, bi, c), false));
+            }
+            out.push_str("]}");
+            Some(out)
+        } else {
+            open(text_short)
+        };
+        if m.calls.is_empty() && m.results.is_empty() {
+            // Text only (or nothing): close whatever opened.
+            for e in [&mut full, &mut cut, &mut one_line].into_iter().flatten() {
+                e.push('}');
+            }
+            return [full, cut, one_line];
+        }
+        let (Some(f), Some(c)) = (full.as_mut(), cut.as_mut()) else {
+            unreachable!("a message with calls or results always shows");
+        };
+        let mut o = if collapsed { None } else { one_line.as_mut() };
+        if !m.calls.is_empty() {
+            for e in [&mut *f, &mut *c] {
+                e.push_str(", \"tool_calls\": [");
+            }
+            if let Some(o) = o.as_mut() {
+                o.push_str(", \"tool_calls\": [");
+            }
+            for (bi, call) in m.calls.iter().enumerate() {
+                if bi > 0 {
+                    f.push_str(", ");
+                    c.push_str(", ");
+                    if let Some(o) = o.as_mut() {
+                        o.push_str(", ");
+                    }
+                }
+                let mut head = String::with_capacity(64);
+                head.push_str("{\"id\": ");
+                head.push_str(&quote(&call.id, false));
+                head.push_str(", \"tool\": ");
+                head.push_str(&quote(&call.tool, false));
+                head.push_str(", \"input\": ");
+                let input = py_dumps(&call.input, false);
+                let short = input
+                    .char_indices()
+                    .nth(INPUT_CHARS)
+                    .map(|(at, _)| quote(&format!("{}\u{2026}", &input[..at]), false));
+                let short = short.as_deref().unwrap_or(&input);
+                for (e, x) in [(&mut *f, input.as_str()), (&mut *c, short)] {
+                    e.push_str(&head);
+                    e.push_str(x);
+                    e.push('}');
+                }
+                if let Some(o) = o.as_mut() {
+                    let here = BlockRef {
+                        message: mi,
+                        block: bi,
+                    };
+                    if !pinned && !self.candidates.contains(&here) {
+                        o.push_str("{\"line\": ");
+                        o.push_str(&quote(&self.line(mi, bi, call), false));
+                        o.push('}');
+                    } else {
+                        o.push_str(&head);
+                        o.push_str(short);
+                        o.push('}');
+                    }
+                }
+            }
+            f.push(']');
+            c.push(']');
+            if let Some(o) = o.as_mut() {
+                o.push(']');
+            }
+        }
+        if !m.results.is_empty() {
+            let mut notes = String::from(", \"tool_results\": [");
+            for (i, r) in m.results.iter().enumerate() {
+                if i > 0 {
+                    notes.push_str(", ");
+                }
+                notes.push_str("{\"id\": ");
+                notes.push_str(&quote(&r.id, false));
+                notes.push_str(", \"note\": ");
+                notes.push_str(&quote(&note(&r.text, r.is_error), false));
+                notes.push('}');
+            }
+            notes.push(']');
+            f.push_str(&notes);
+            c.push_str(&notes);
+            if let Some(o) = o.as_mut() {
+                o.push_str(&notes);
+            }
+        }
+        f.push('}');
+        c.push('}');
+        if let Some(o) = o {
+            o.push('}');
+        }
+        [full, cut, one_line]
     }
 
     /// `"{id} {tool} {k1=v1, k2=v2} -> ok {n}ch"` (or `-> pending`), ends stripped.
@@ -357,6 +395,146 @@ fn py_repr_str(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The renderer as first written, one stage at a time: [`View::entries`] must agree.
+    impl View<'_> {
+        /// Message `mi` at `stage`, or `None` when it shows nothing (blank, no calls, no results).
+        fn reference_entry(&self, mi: usize, stage: Stage) -> Option<String> {
+            let m = &self.t.messages[mi];
+            let pinned = self.pinned[mi];
+            let one_line = stage == Stage::CallsOneLine;
+            if one_line
+                && !self.has_candidate[mi]
+                && !pinned
+                && py_blank(&m.text)
+                && (!m.calls.is_empty() || !m.results.is_empty())
+            {
+                let lines: Vec<String> = m
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(|(bi, c)| quote(&self.line(mi, bi, c), false))
+                    .collect();
+                return Some(format!(
+                    "{{\"role\": {}, \"tool_calls\": [{}]}}",
+                    quote(&m.role, false),
+                    lines.join(", ")
+                ));
+            }
+            let mut parts: Vec<String> = vec![format!("\"role\": {}", quote(&m.role, false))];
+            let abridge_text = !pinned
+                && (one_line || (stage == Stage::Inputs200 && m.text.chars().count() > TEXT_HEAD));
+            let text = if abridge_text {
+                abridge(&m.text)
+            } else {
+                m.text.clone()
+            };
+            let has_text = !py_blank(&text);
+            if has_text {
+                parts.push(format!("\"text\": {}", quote(&text, false)));
+            }
+            let calls = self.reference_calls(mi, m, stage, pinned);
+            if !calls.is_empty() {
+                parts.push(format!("\"tool_calls\": [{}]", calls.join(", ")));
+            }
+            if !m.results.is_empty() {
+                let notes: Vec<String> = m
+                    .results
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{{\"id\": {}, \"note\": {}}}",
+                            quote(&r.id, false),
+                            quote(&note(&r.text, r.is_error), false)
+                        )
+                    })
+                    .collect();
+                parts.push(format!("\"tool_results\": [{}]", notes.join(", ")));
+            }
+            if !has_text && calls.is_empty() && m.results.is_empty() {
+                return None;
+            }
+            Some(format!("{{{}}}", parts.join(", ")))
+        }
+
+        fn reference_calls(
+            &self,
+            mi: usize,
+            m: &crate::transcript::Message,
+            stage: Stage,
+            pinned: bool,
+        ) -> Vec<String> {
+            m.calls
+                .iter()
+                .enumerate()
+                .map(|(bi, c)| {
+                    let here = BlockRef {
+                        message: mi,
+                        block: bi,
+                    };
+                    if stage == Stage::CallsOneLine && !pinned && !self.candidates.contains(&here) {
+                        return format!("{{\"line\": {}}}", quote(&self.line(mi, bi, c), false));
+                    }
+                    let full = py_dumps(&c.input, false);
+                    let input = if stage == Stage::Full || full.chars().count() <= INPUT_CHARS {
+                        full
+                    } else {
+                        let cut: String = full.chars().take(INPUT_CHARS).collect();
+                        quote(&format!("{cut}\u{2026}"), false)
+                    };
+                    format!(
+                        "{{\"id\": {}, \"tool\": {}, \"input\": {input}}}",
+                        quote(&c.id, false),
+                        quote(&c.tool, false)
+                    )
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn entries_match_the_reference_renderer() {
+        let long = "word ".repeat(150);
+        let blank = " ".repeat(700);
+        let mut msgs = vec![json!({"role": "user", "text": format!("goal {long}")})];
+        for i in 0..12 {
+            let input = if i % 3 == 0 {
+                json!({"path": "a.py", "content": "x\"y\\z\n".repeat(60 + i)})
+            } else {
+                json!({"command": format!("ls {i}"), "flag": true, "n": null})
+            };
+            let text = match i % 4 {
+                0 => long.clone(),
+                1 => String::new(),
+                2 => blank.clone(),
+                _ => format!("step {i} é"),
+            };
+            msgs.push(json!({"role": "assistant", "text": text,
+                "toolUses": [{"tool_use_id": format!("c{i}"), "tool": "Bash", "input": input},
+                             {"tool_use_id": format!("p{i}"), "tool": "Read", "input": {}}]}));
+            msgs.push(json!({"role": "user", "text": if i % 5 == 0 { blank.clone() } else { String::new() },
+                "toolResults": [{"tool_use_id": format!("c{i}"), "text": "out".repeat(i), "is_error": i % 2 == 0}]}));
+        }
+        msgs.push(json!({"role": "user", "text": blank}));
+        msgs.push(json!({"role": "assistant", "text": ""}));
+        msgs.push(json!({"role": "assistant", "text": format!("done {long}")}));
+        let t = crate::transcript::parse(&serde_json::to_string(&msgs).unwrap(), None).unwrap();
+        let pairs = t.pairs().unwrap();
+        for recent in [0, 3, 30] {
+            let pins = crate::pin::select(&t, &pairs, recent);
+            let view = View::new(&t, &pins, &pairs);
+            for mi in 0..t.messages.len() {
+                let all = view.entries(mi);
+                for (k, stage) in Stage::ALL.into_iter().enumerate() {
+                    assert_eq!(
+                        all[k],
+                        view.reference_entry(mi, stage),
+                        "message {mi} at {stage:?}"
+                    );
+                }
+            }
+        }
+    }
 
     fn call(input: Value) -> Call {
         Call {
