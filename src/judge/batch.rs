@@ -166,8 +166,10 @@ fn question_members_slow(id: &str, tool: &str) -> String {
 /// of which starts at the object's start or at such a space, and ends just before one:
 /// `{"keep_call_ID":`, ` ID (TOOL,`, ` "keep_result_ID":` and ` ID (TOOL)`. So the count is a
 /// constant (a reference object's count minus its four regions) plus the counts of the four
-/// regions. Ids and tools outside `[A-Za-z0-9_.-]` (which could be escaped, or hold spaces)
-/// are counted whole. A unit test checks the two ways agree.
+/// regions; and the two key regions differ by a constant, as do (after a tool ending in a
+/// letter or digit) the two instruction regions, so only two are counted. Ids and tools
+/// outside `[A-Za-z0-9_.-]` (which could be escaped, or hold spaces) are counted whole. A unit
+/// test checks the two ways agree.
 pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
     fn regions(id: &str, tool: &str) -> [String; 4] {
         [
@@ -185,38 +187,65 @@ pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
             && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
     }
-    let base = {
+    // The id follows `_` in both keys, so the two key regions differ by a constant; after a
+    // tool ending in a letter or digit, `,` and `)` are one token each, so the two
+    // instruction regions count the same.
+    let (base, keys) = {
         let (id, tool) = ("toolu_ref", "Ref");
         let parts = regions(id, tool);
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-        counter.count(&object(id, tool)) - counter.count_many(&refs).iter().sum::<usize>()
+        let c = counter.count_many(&refs);
+        (
+            counter.count(&object(id, tool)) - c.iter().sum::<usize>(),
+            c[2] - c[0],
+        )
     };
-    let mut texts: Vec<String> = Vec::with_capacity(calls.len() * 4);
-    let mut whole = Vec::new();
-    for (i, &(id, tool)) in calls.iter().enumerate() {
+    enum How {
+        Whole,
+        Regions { r4: bool },
+    }
+    let mut texts: Vec<String> = Vec::with_capacity(calls.len() * 2);
+    let mut how = Vec::with_capacity(calls.len());
+    for &(id, tool) in calls {
         if safe(id) && safe(tool) {
-            texts.extend(regions(id, tool));
+            let [r1, r2, _, r4] = regions(id, tool);
+            let r4_differs = !tool
+                .as_bytes()
+                .last()
+                .is_some_and(u8::is_ascii_alphanumeric);
+            texts.push(r1);
+            texts.push(r2);
+            if r4_differs {
+                texts.push(r4);
+            }
+            how.push(How::Regions { r4: r4_differs });
         } else {
-            whole.push((i, texts.len()));
             texts.push(object(id, tool));
+            how.push(How::Whole);
         }
     }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let counts = counter.count_many(&refs);
-    let mut out = Vec::with_capacity(calls.len());
     let mut at = 0;
-    let mut next_whole = whole.iter().peekable();
-    for i in 0..calls.len() {
-        if next_whole.peek().is_some_and(|&&(w, _)| w == i) {
-            out.push(counts[at] + 1);
-            at += 1;
-            next_whole.next();
-        } else {
-            out.push(base + counts[at..at + 4].iter().sum::<usize>() + 1);
-            at += 4;
-        }
-    }
-    out
+    how.iter()
+        .map(|h| match *h {
+            How::Whole => {
+                at += 1;
+                counts[at - 1] + 1
+            }
+            How::Regions { r4 } => {
+                let (r1, r2) = (counts[at], counts[at + 1]);
+                at += 2;
+                let r4 = if r4 {
+                    at += 1;
+                    counts[at - 1]
+                } else {
+                    r2
+                };
+                base + 2 * r1 + keys + r2 + r4 + 1
+            }
+        })
+        .collect()
 }
 
 /// One request's worth of candidates (indices into the candidate list), numbered from 1.
@@ -355,7 +384,7 @@ mod tests {
                 })
                 .collect()
         };
-        let random: Vec<(String, String)> = (0..300)
+        let random: Vec<(String, String)> = (0..2000)
             .map(|i| (pick(1 + i % 30), pick(1 + i % 9)))
             .collect();
         let mut calls: Vec<(&str, &str)> = calls.to_vec();

@@ -136,14 +136,26 @@ pub fn assess(
             (c.id.as_str(), c.tool.as_str())
         })
         .collect();
-    let costs = batch::question_costs(&calls, counter);
     let ids: Vec<&str> = pins
         .candidates
         .iter()
         .map(|p| t.call(p.call).id.as_str())
         .collect();
+    // Costing the questions and rendering and counting the state on one thread lets both
+    // share that thread's token caches: less CPU, and the wall time this adds (about a tenth
+    // of a second at 50 000 messages) is small beside the requests that follow.
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
+    let work = || {
+        let costs = batch::question_costs(&calls, counter);
+        let prepared = fit::prepare(s, t, pairs, pins, &ids, &costs, counter);
+        (costs, prepared)
+    };
+    let (costs, prepared) = match &one {
+        Some(one) => one.install(work),
+        None => work(),
+    };
     // The state, fitted whole or in windows, and the questions packed.
-    let prepared = fit::prepare(s, t, pairs, pins, &ids, &costs, counter).map_err(Error::Fit)?;
+    let prepared = prepared.map_err(Error::Fit)?;
     let batches = prepared.batches;
     let state_of_batch: Vec<usize> = batches.iter().map(|b| b.state).collect();
 
