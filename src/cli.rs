@@ -25,7 +25,7 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print a tool output that `--rules-mode stashed` removed, after checking its hash.
     Recall(RecallArgs),
-    /// Serve the same pass to MCP clients over stdio (tools compact_transcript, explain_report).
+    /// Serve the same pass to MCP clients over stdio (tools compact_transcript, explain_report, recall).
     Mcp,
 }
 

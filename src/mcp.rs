@@ -1,6 +1,6 @@
 //! `lcc mcp`: the same pass for MCP clients and agent harnesses, over stdio.
 //!
-//! The server (built on `rmcp`) has two tools:
+//! The server (built on `rmcp`) has three tools:
 //!
 //! - `compact_transcript` runs exactly the pass `lcc compact` runs. Its arguments are turned
 //!   into the equivalent `lcc compact` argument vector ([`compact_argv`]) and parsed by clap
@@ -8,6 +8,8 @@
 //!   run by [`compact::compact_text`]: every flag's parsing, range check and message is the
 //!   CLI's. The MCP layer only checks JSON types and maps names (the [`OPTIONS`] table).
 //! - `explain_report` renders a report as `lcc explain` does ([`commands::explain`]).
+//! - `recall` returns a tool output `--rules-mode stashed` removed, exactly as `lcc recall`
+//!   prints it, after the same hash check ([`commands::recall`]).
 //!
 //! A bad argument or a bad transcript is a tool error (`isError: true`) whose text is the line
 //! the CLI prints on stderr (`error: …`); an unknown tool is a JSON-RPC error (-32602). Each
@@ -31,7 +33,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 
-use crate::cli::{CompactArgs, ExplainArgs};
+use crate::cli::{CompactArgs, ExplainArgs, RecallArgs};
 use crate::commands::{self, compact};
 use crate::error::Error;
 use crate::settings::{CompactSettings, Env};
@@ -48,7 +50,8 @@ summarizing: it decides which tool call/result pairs the rest of the session no 
 drops, trims or dedupes those, and keeps everything else byte for byte. Call \
 compact_transcript with the transcript (messages, or a path) and the session's goal \
 (question) before sending a long history to a model; explain_report turns its report into a \
-readable account of every decision.";
+readable account of every decision; recall returns an output the stashed rules mode removed, \
+by the id in its note.";
 
 /// Run the server on stdin/stdout until the client closes the connection.
 pub fn serve() -> anyhow::Result<()> {
@@ -109,9 +112,12 @@ impl ServerHandler for LccServer {
         let tool: fn(&JsonObject) -> Result<String, String> = match request.name.as_ref() {
             COMPACT => compact_transcript,
             EXPLAIN => explain_report,
+            RECALL => recall,
             other => {
                 return Err(ErrorData::invalid_params(
-                    format!("unknown tool '{other}'; this server has {COMPACT} and {EXPLAIN}"),
+                    format!(
+                        "unknown tool '{other}'; this server has {COMPACT}, {EXPLAIN} and {RECALL}"
+                    ),
                     None,
                 ))
             }
@@ -146,6 +152,7 @@ async fn off_thread(
 
 const COMPACT: &str = "compact_transcript";
 const EXPLAIN: &str = "explain_report";
+const RECALL: &str = "recall";
 
 fn tools() -> Vec<Tool> {
     let read_only = ToolAnnotations::new()
@@ -158,6 +165,8 @@ fn tools() -> Vec<Tool> {
             read_only.clone().open_world(true),
         ),
         Tool::new(EXPLAIN, EXPLAIN_DESCRIPTION, explain_schema())
+            .with_annotations(read_only.clone().open_world(false)),
+        Tool::new(RECALL, RECALL_DESCRIPTION, recall_schema())
             .with_annotations(read_only.open_world(false)),
     ]
 }
@@ -177,6 +186,13 @@ explain` does: what was removed and saved, and for every tool call why it was dr
 trimmed, deduped, replaced, kept or pinned. Give the `report` object compact_transcript \
 returned; add the transcript it was made from as `source` (or `source_path`) to see each \
 call's input and the first lines of its result.";
+
+const RECALL_DESCRIPTION: &str = "Return a tool output that `--rules-mode stashed` removed, \
+exactly as it was, as `lcc recall` prints it. The compacted transcript holds a note `[removed: \
+N lines, M tokens · lcc recall <id>]` in its place: give that `id`, and optionally `lines` \
+(`A-B`, 1-based and inclusive, or `A` for one line). The stored bytes are hash-checked first; \
+a stash file that fails the check is an error, never returned altered. The stash directory is \
+the server's LCC_STASH_DIR (default: the user cache dir's lcc/stash), as for compaction.";
 
 // ------------------------------------------------------------------------------------------
 // compact_transcript
@@ -400,6 +416,14 @@ relative to the server's working directory). Give either this or `messages`.";
 struct CompactArgv {
     #[command(flatten)]
     args: CompactArgs,
+}
+
+/// The `lcc recall` argument parser, on its own.
+#[derive(Debug, Parser)]
+#[command(name = "lcc recall", no_binary_name = true)]
+struct RecallArgv {
+    #[command(flatten)]
+    args: RecallArgs,
 }
 
 /// The `lcc explain` argument parser, on its own.
@@ -794,6 +818,69 @@ fn explain_report(args: &JsonObject) -> Result<String, String> {
     };
     commands::explain::explain_report(&parsed.args, "report", &report, source.as_ref())
         .map_err(cli_error)
+}
+
+// ------------------------------------------------------------------------------------------
+// recall
+
+const RECALL_ARGS: &[&str] = &["id", "lines"];
+
+fn recall_schema() -> JsonObject {
+    let mut props = Map::new();
+    props.insert(
+        "id".into(),
+        json!({
+            "type": "string",
+            "pattern": "^[0-9a-f]{12,64}$",
+            "description": "The stash id after `lcc recall` in a removal note (12 to 64 \
+        lowercase hex digits: a unique prefix of the output's SHA-256)."
+        }),
+    );
+    props.insert(
+        "lines".into(),
+        json!({
+            "type": "string",
+            "pattern": "^[0-9]+(-[0-9]+)?$",
+            "description": "Optional: only lines A-B of the output (1-based, inclusive; `A` \
+        alone for one line)."
+        }),
+    );
+    let mut schema = object_schema(props);
+    schema.insert("required".into(), json!(["id"]));
+    schema
+}
+
+/// `recall`: the CLI's `lcc recall` on the arguments; the stored text, hash-verified.
+fn recall(args: &JsonObject) -> Result<String, String> {
+    check_names(RECALL, args, RECALL_ARGS)?;
+    let string_arg = |name: &str| -> Result<Option<&str>, String> {
+        match given(args, name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(arg_error(format!(
+                "`{name}` must be a string, not {}",
+                type_name(other)
+            ))),
+        }
+    };
+    let id = string_arg("id")?.ok_or_else(|| {
+        arg_error("`id` is missing: give the id after `lcc recall` in the removal note")
+    })?;
+    let mut argv = Vec::new();
+    if let Some(lines) = string_arg("lines")? {
+        argv.push(format!("--lines={lines}"));
+    }
+    argv.push("--".into());
+    argv.push(id.to_string());
+    let parsed = RecallArgv::try_parse_from(&argv).map_err(|e| clap_error(&e))?;
+    let bytes = commands::recall::recall(&parsed.args, &Env::read()).map_err(cli_error)?;
+    // Stored outputs are the text of JSON strings, so UTF-8; anything else is not returned
+    // altered (the CLI prints raw bytes, a tool result can only carry text).
+    String::from_utf8(bytes).map_err(|_| {
+        arg_error(format!(
+            "stash {id} holds bytes that are not UTF-8 text; use `lcc recall {id}` to get them"
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -13,6 +13,14 @@ use crate::rules::stash;
 use crate::settings::Env;
 
 pub fn run(a: &RecallArgs, env: &Env) -> Result<()> {
+    let bytes = recall(a, env)?;
+    io::write_stdout(&bytes)?;
+    Ok(())
+}
+
+/// The bytes `lcc recall` prints for these arguments: the stored output (or its line range),
+/// only after its hash checks out. Shared by the CLI and the MCP `recall` tool.
+pub fn recall(a: &RecallArgs, env: &Env) -> Result<Vec<u8>> {
     if !stash::is_id(&a.id) {
         return Err(Error::Usage(format!(
             "'{}' is not a stash id: expected the 12 to 64 lowercase hex digits after 'lcc recall' in a note",
@@ -61,7 +69,7 @@ pub fn run(a: &RecallArgs, env: &Env) -> Result<()> {
         .into());
     }
     let out = match range {
-        None => &bytes[..],
+        None => return Ok(bytes),
         Some((first, last)) => stash::slice_lines(&bytes, (first, last)).ok_or_else(|| {
             Error::Usage(format!(
                 "--lines {first}-{last} starts past the end: stash {} has {} line(s)",
@@ -70,6 +78,5 @@ pub fn run(a: &RecallArgs, env: &Env) -> Result<()> {
             ))
         })?,
     };
-    io::write_stdout(out)?;
-    Ok(())
+    Ok(out.to_vec())
 }

@@ -257,8 +257,7 @@ fn initialize_and_list_tools() {
     let list = s.request("tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    // `recall` arrives with stashed mode (docs/MCP.md).
-    assert_eq!(names, ["compact_transcript", "explain_report"]);
+    assert_eq!(names, ["compact_transcript", "explain_report", "recall"]);
     for t in tools {
         assert!(t["description"].as_str().unwrap().len() > 100, "{t}");
         let schema = &t["inputSchema"];
@@ -305,6 +304,15 @@ fn initialize_and_list_tools() {
     assert_eq!(props["disk_check"]["type"], "boolean");
     let explain = tools[1]["inputSchema"]["properties"].as_object().unwrap();
     assert!(explain.contains_key("report"));
+    let recall = &tools[2]["inputSchema"];
+    assert_eq!(recall["required"], json!(["id"]));
+    let keys: Vec<&str> = recall["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["id", "lines"]);
 }
 
 #[test]
@@ -500,7 +508,7 @@ fn malformed_calls_do_not_stop_the_server() {
         assert!(text.starts_with(want), "{text}\nwanted: {want}");
     }
     // An unknown tool is a protocol error, not a crash.
-    let r = s.request("tools/call", json!({"name": "recall", "arguments": {}}));
+    let r = s.request("tools/call", json!({"name": "recollect", "arguments": {}}));
     assert_eq!(r["error"]["code"], -32602, "{r}");
     // A line that is not JSON gets no answer; arguments that are not an object are an
     // invalid request. Neither stops the server.
@@ -687,4 +695,124 @@ fn a_large_transcript_in_one_call() {
     assert!(s.alive());
     let list = s.request("tools/list", json!({}));
     assert!(list["result"]["tools"].is_array());
+}
+
+/// Every (original, compacted) pair of strings that differ at the same place in two JSON
+/// values of the same shape.
+fn changed_strings<'a>(a: &'a Value, b: &'a Value, out: &mut Vec<(&'a str, &'a str)>) {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) if x != y => out.push((x, y)),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                changed_strings(p, q, out);
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, p) in x {
+                if let Some(q) = y.get(k) {
+                    changed_strings(p, q, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The CLI's `lcc recall`, with the same stash directory.
+fn cli_recall(stash: &str, args: &[&str]) -> Run {
+    let o = crate::support::run(
+        lcc()
+            .arg("recall")
+            .args(args)
+            .env("LCC_STASH_DIR", stash)
+            .stdin(Stdio::null()),
+    );
+    Run {
+        code: o.status.code().unwrap(),
+        stdout: o.stdout,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn recall_returns_the_stashed_bytes_as_lcc_recall_does() {
+    let dir = tmp();
+    let stash = at(dir.path(), "stash");
+    let mut s = Server::start_with(&[("LCC_STASH_DIR", &stash)]);
+    let session = fx("session.json");
+    let text = s.ok(
+        "compact_transcript",
+        json!({"path": session, "question": QUESTION, "provider": "rules", "rules_mode": "stashed"}),
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["report"]["rules_mode"], "stashed");
+    let original: Value = serde_json::from_str(&fixture_text("session.json")).unwrap();
+    let mut changed = Vec::new();
+    changed_strings(&original, &v["messages"], &mut changed);
+    let stashed: Vec<(&str, String)> = changed
+        .iter()
+        .filter_map(|(orig, note)| {
+            let id = note.strip_suffix(']')?.rsplit_once(" · lcc recall ")?.1;
+            Some((*orig, id.to_string()))
+        })
+        .collect();
+    assert!(stashed.len() >= 3, "few stash notes: {changed:?}");
+    for (orig, id) in &stashed {
+        let back = s.ok("recall", json!({"id": id}));
+        assert_eq!(back, *orig, "recall {id}");
+        assert_eq!(cli_recall(&stash, &[id]).expect(0).out(), back);
+    }
+    // A line range is the CLI's slice, each line with its own ending.
+    let (orig, id) = stashed
+        .iter()
+        .find(|(o, _)| o.lines().count() >= 3)
+        .expect("a stashed output of three lines or more");
+    let two = s.ok("recall", json!({"id": id, "lines": "2-3"}));
+    let want: String = orig.split_inclusive('\n').skip(1).take(2).collect();
+    assert_eq!(two, want);
+    assert_eq!(
+        cli_recall(&stash, &[id, "--lines", "2-3"]).expect(0).out(),
+        two
+    );
+
+    // Errors are tool errors with the CLI's message, and the server keeps serving.
+    let past = s.err("recall", json!({"id": id, "lines": "100000"}));
+    let cli = cli_recall(&stash, &[id, "--lines", "100000"]).expect(2);
+    assert_eq!(past, cli_message(&cli));
+    let unknown = s.err("recall", json!({"id": "0123456789ab"}));
+    assert!(
+        unknown.contains("stash id 0123456789ab not found"),
+        "{unknown}"
+    );
+    let bad = s.err("recall", json!({"id": "not-an-id"}));
+    assert!(bad.contains("'not-an-id' is not a stash id"), "{bad}");
+    let missing = s.err("recall", json!({}));
+    assert!(missing.contains("`id` is missing"), "{missing}");
+    let typed = s.err("recall", json!({"id": 12}));
+    assert!(typed.contains("`id` must be a string"), "{typed}");
+    let extra = s.err("recall", json!({"id": id, "line": "1"}));
+    assert!(extra.contains("line"), "{extra}");
+
+    // A tampered stash file is refused, never returned altered.
+    let file = std::fs::read_dir(&stash)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(id.as_str())
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&file, &bytes).unwrap();
+    let tampered = s.err("recall", json!({"id": id}));
+    assert!(tampered.contains("fails its hash check"), "{tampered}");
+    assert_eq!(tampered, cli_message(&cli_recall(&stash, &[id]).expect(2)));
+    assert!(s.alive());
+    let (orig0, id0) = &stashed[0];
+    if id0 != id {
+        assert_eq!(s.ok("recall", json!({"id": id0})), *orig0);
+    }
 }
