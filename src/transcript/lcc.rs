@@ -84,8 +84,8 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
     };
     let msgs_container = layout.add_node(&msgs_node, None);
     let items = msgs_node.items().unwrap_or_default();
-    let mut messages = Vec::with_capacity(items.len());
-    for (i, m) in items.iter().enumerate() {
+    let messages = super::build_messages(&mut layout, items.len(), |i, fragment| {
+        let m = &items[i];
         let path = format!("{prefix}[{i}]");
         let full;
         let m = if matches!(m.kind, Kind::Deferred { .. }) {
@@ -94,7 +94,7 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
         } else {
             m
         };
-        messages.push(message(
+        message(
             src,
             m,
             path,
@@ -102,9 +102,9 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
                 container: msgs_container,
                 index: i,
             },
-            &mut layout,
-        )?);
-    }
+            fragment,
+        )
+    })?;
     Ok(Transcript {
         format: Format::Lcc,
         messages,

@@ -164,6 +164,62 @@ impl Layout {
     }
 }
 
+/// Build `n` messages on the rayon pool, in chunks, each chunk with its own [`Layout`]
+/// fragment, and merge them in order into `layout`: the typed view and the containers are
+/// exactly what building them one after another would give (container ids are renumbered
+/// as the fragments are appended). `build(i, fragment)` builds message `i`: it registers
+/// the containers it creates in `fragment`, and the slots of its calls and results and the
+/// `member_of` of its containers refer to those only; the message's own slot refers to
+/// `layout` and is kept as it is. Of several errors, the one of the lowest message index is
+/// returned, as a sequential build would.
+pub(crate) fn build_messages<F>(
+    layout: &mut Layout,
+    n: usize,
+    build: F,
+) -> Result<Vec<Message>, ParseError>
+where
+    F: Fn(usize, &mut Layout) -> Result<Message, ParseError> + Sync,
+{
+    use rayon::prelude::*;
+    /// Messages per task: enough to amortise the task and the merge, small enough to
+    /// balance two cores on uneven messages.
+    const CHUNK: usize = 512;
+    let chunks: Vec<Result<(Vec<Message>, Layout), ParseError>> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut fragment = Layout::default();
+            let range = c * CHUNK..n.min((c + 1) * CHUNK);
+            let mut messages = Vec::with_capacity(range.len());
+            for i in range {
+                messages.push(build(i, &mut fragment)?);
+            }
+            Ok((messages, fragment))
+        })
+        .collect();
+    let mut messages = Vec::with_capacity(n);
+    for chunk in chunks {
+        let (mut chunk_messages, fragment) = chunk?;
+        let offset = layout.containers.len();
+        let shift = |slot: &mut Slot| slot.container += offset;
+        for mut c in fragment.containers {
+            if let Some(slot) = c.member_of.as_mut() {
+                shift(slot);
+            }
+            layout.containers.push(c);
+        }
+        for m in &mut chunk_messages {
+            for c in &mut m.calls {
+                shift(&mut c.slot);
+            }
+            for r in &mut m.results {
+                shift(&mut r.slot);
+            }
+        }
+        messages.append(&mut chunk_messages);
+    }
+    Ok(messages)
+}
+
 /// How a changed result text is written back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TextSlot {

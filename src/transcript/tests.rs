@@ -498,3 +498,49 @@ fn claude_code_links_follow_removed_records() {
     assert!(after.pairs().unwrap().is_empty());
     assert_eq!(after.messages.len(), 3);
 }
+
+/// A long lcc transcript is built in parallel chunks: every slot must still point at its own
+/// bytes, and of several bad messages the first one is reported.
+#[test]
+fn parallel_build_keeps_slots_and_the_first_error() {
+    let n = 1500; // three chunks and a bit
+    let msgs: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"role":"assistant","text":"m{i}","toolUses":[{{"id":"c{i}","tool":"Bash","input":{{"command":"echo {i}"}}}}],"toolResults":[{{"tool_use_id":"c{i}","text":"out {i}\nline"}}]}}"#
+            )
+        })
+        .collect();
+    let src = format!("[{}]", msgs.join(",\n"));
+    let t = parse(&src, Some(Format::Lcc)).unwrap();
+    assert_eq!(t.messages.len(), n);
+    for (i, m) in t.messages.iter().enumerate() {
+        assert_eq!(m.path, format!("[{i}]"));
+        let (a, b) = t.layout.containers[m.slot.container].children[m.slot.index];
+        assert!(
+            src[a..b].contains(&format!(r#""text":"m{i}""#)),
+            "message {i}"
+        );
+        let c = &m.calls[0];
+        let (a, b) = t.layout.containers[c.slot.container].children[c.slot.index];
+        assert_eq!(
+            json::parse(&src[a..b]).unwrap().to_value(&src[a..b])["id"],
+            format!("c{i}")
+        );
+        let r = &m.results[0];
+        let (a, b) = t.layout.containers[r.slot.container].children[r.slot.index];
+        assert!(src[a..b].contains(&format!(r#""tool_use_id":"c{i}""#)));
+        assert_eq!(r.text, format!("out {i}\nline"));
+        // The block arrays are members of their own message's object.
+        let member = t.layout.containers[c.slot.container].member_of.unwrap();
+        assert_eq!(
+            t.layout.containers[member.container].open,
+            t.layout.containers[m.slot.container].children[m.slot.index].0
+        );
+    }
+    let mut bad = msgs.clone();
+    bad[1300] = "7".into();
+    bad[700] = r#"{"role":"user","toolUses":5}"#.into();
+    let err = parse(&format!("[{}]", bad.join(",")), Some(Format::Lcc)).unwrap_err();
+    assert_eq!(err.path, "[700].toolUses", "{err:?}");
+}
