@@ -660,12 +660,22 @@ pub struct Edit {
 /// wins), so a removed message takes its removed blocks with it.
 pub fn splice(src: &str, mut edits: Vec<Edit>) -> String {
     edits.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-    let mut out = String::with_capacity(src.len());
+    // Edits inside (or overlapping) an edit already applied are skipped.
+    let mut pos = 0;
+    edits.retain(|e| {
+        let keep = e.start >= pos;
+        if keep {
+            pos = e.end;
+        }
+        keep
+    });
+    // The exact size up front: the output of a long session is tens of MB, and a buffer of
+    // the input's size (or one grown by doubling) would hold far more than it needs.
+    let removed: usize = edits.iter().map(|e| e.end - e.start).sum();
+    let added: usize = edits.iter().map(|e| e.text.len()).sum();
+    let mut out = String::with_capacity(src.len() - removed + added);
     let mut pos = 0;
     for e in edits {
-        if e.start < pos {
-            continue; // inside (or overlapping) an edit already applied
-        }
         out.push_str(&src[pos..e.start]);
         out.push_str(&e.text);
         pos = e.end;

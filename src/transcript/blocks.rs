@@ -12,7 +12,9 @@ use sha2::{Digest, Sha256};
 
 use crate::json::{self, Kind, Node};
 
-use super::{is_blank, Call, Layout, ParseError, Slot, TextBlock, TextSlot, ToolResult};
+use super::{
+    call_input, is_blank, Call, Layout, ParseError, Slot, TextBlock, TextSlot, ToolResult,
+};
 
 /// What a content value holds.
 #[derive(Default)]
@@ -215,11 +217,7 @@ fn tool_use(src: &str, b: &Node, path: String, slot: Slot) -> Result<Call, Parse
         ));
     };
     let tool = id_field(src, b, "name").unwrap_or_else(|| "tool".to_string());
-    let input = b
-        .get("input")
-        .map_or(serde_json::Value::Object(serde_json::Map::new()), |n| {
-            n.to_value(src)
-        });
+    let input = call_input(src, b);
     Ok(Call {
         id,
         tool,

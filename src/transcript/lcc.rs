@@ -10,7 +10,8 @@
 use crate::json::{self, Kind, Node};
 
 use super::{
-    is_blank, Call, Format, Layout, Message, ParseError, Slot, TextSlot, ToolResult, Transcript,
+    call_input, is_blank, Call, Format, Layout, Message, ParseError, Slot, TextSlot, ToolResult,
+    Transcript,
 };
 
 const ID_KEYS: [&str; 3] = ["tool_use_id", "id", "tool_call_id"];
@@ -146,50 +147,24 @@ fn message(
     let text = string_field(src, m, "text", &path)?.unwrap_or_default();
     let msg_container = layout.add_node(m, None);
 
-    let mut results = Vec::new();
-    if let Some((key, idx, arr)) = blocks(m, &["toolResults", "tool_results"], &path)? {
-        let c = layout.add_node(
-            arr,
-            Some(Slot {
-                container: msg_container,
-                index: idx,
-            }),
-        );
-        for (bi, b) in arr.items().unwrap_or_default().iter().enumerate() {
-            let bpath = format!("{path}.{key}[{bi}]");
-            results.push(result(
-                src,
-                b,
-                bpath,
-                Slot {
-                    container: c,
-                    index: bi,
-                },
-            )?);
-        }
-    }
-    let mut calls = Vec::new();
-    if let Some((key, idx, arr)) = blocks(m, &["toolUses", "tool_calls"], &path)? {
-        let c = layout.add_node(
-            arr,
-            Some(Slot {
-                container: msg_container,
-                index: idx,
-            }),
-        );
-        for (bi, b) in arr.items().unwrap_or_default().iter().enumerate() {
-            let bpath = format!("{path}.{key}[{bi}]");
-            calls.push(call(
-                src,
-                b,
-                bpath,
-                Slot {
-                    container: c,
-                    index: bi,
-                },
-            )?);
-        }
-    }
+    let results = block_list(
+        src,
+        m,
+        &["toolResults", "tool_results"],
+        &path,
+        msg_container,
+        layout,
+        result,
+    )?;
+    let calls = block_list(
+        src,
+        m,
+        &["toolUses", "tool_calls"],
+        &path,
+        msg_container,
+        layout,
+        call,
+    )?;
     Ok(Message {
         role,
         has_other_content: !is_blank(&text),
@@ -199,6 +174,40 @@ fn message(
         slot,
         path,
     })
+}
+
+/// The blocks (calls or results) under the first of `keys` present in message `m`, each
+/// built by `build` with its JSON path and its slot in a container registered for the array
+/// (a member of the message's object, so removing every block removes the key).
+fn block_list<T>(
+    src: &str,
+    m: &Node,
+    keys: &[&'static str],
+    path: &str,
+    msg_container: usize,
+    layout: &mut Layout,
+    build: fn(&str, &Node, String, Slot) -> Result<T, ParseError>,
+) -> Result<Vec<T>, ParseError> {
+    let Some((key, idx, arr)) = blocks(m, keys, path)? else {
+        return Ok(Vec::new());
+    };
+    let c = layout.add_node(
+        arr,
+        Some(Slot {
+            container: msg_container,
+            index: idx,
+        }),
+    );
+    let items = arr.items().unwrap_or_default();
+    let mut out = Vec::with_capacity(items.len());
+    for (bi, b) in items.iter().enumerate() {
+        let slot = Slot {
+            container: c,
+            index: bi,
+        };
+        out.push(build(src, b, format!("{path}.{key}[{bi}]"), slot)?);
+    }
+    Ok(out)
 }
 
 /// The first present, non-null key of `keys`, which must hold an array.
@@ -255,11 +264,7 @@ fn call(src: &str, b: &Node, path: String, slot: Slot) -> Result<Call, ParseErro
                 .filter(|s| !s.is_empty())
         })
         .map_or_else(|| "tool".to_string(), std::borrow::Cow::into_owned);
-    let input = b
-        .get("input")
-        .map_or(serde_json::Value::Object(serde_json::Map::new()), |n| {
-            n.to_value(src)
-        });
+    let input = call_input(src, b);
     Ok(Call {
         id,
         tool,

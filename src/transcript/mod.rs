@@ -220,6 +220,14 @@ where
     Ok(messages)
 }
 
+/// A call block's `input` as JSON (an empty object when the block has none).
+pub(crate) fn call_input(src: &str, block: &json::Node) -> Value {
+    block.get("input").map_or_else(
+        || Value::Object(serde_json::Map::new()),
+        |n| n.to_value(src),
+    )
+}
+
 /// How a changed result text is written back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TextSlot {
