@@ -681,6 +681,12 @@ fn why(v: &Fields) -> String {
     match v.get("reason") {
         None => "no reason recorded".to_string(),
         Some(Value::String(s)) if s.is_empty() => "no reason recorded".to_string(),
+        // The same code from the rules policy (lossy's trim, stashed's note) is not the judge's.
+        Some(Value::String(s))
+            if s == "short_result_kept_whole" && v.str("source") == Some("rules") =>
+        {
+            "the rules policy would have trimmed or stashed the result, but what would replace it is no shorter, so it was kept whole".to_string()
+        }
         Some(Value::String(s)) => reason_words(s, v.str("kept_at")),
         Some(other) => format!("recorded as {}", one_line(&other.to_string())),
     }
@@ -956,6 +962,19 @@ mod tests {
             "recorded as 'made_up_code'"
         );
         assert!(reason_words("identical_output_kept_later", Some("toolu_9")).contains("toolu_9"));
+    }
+
+    #[test]
+    fn a_short_result_kept_by_the_rules_is_not_blamed_on_the_judge() {
+        let judge = serde_json::json!({"reason": "short_result_kept_whole", "source": "jev"});
+        let rules = serde_json::json!({"reason": "short_result_kept_whole", "source": "rules"});
+        assert!(why(&Fields(&judge)).starts_with("the judge would have trimmed"));
+        let r = why(&Fields(&rules));
+        assert!(
+            r.starts_with("the rules policy would have trimmed or stashed"),
+            "{r}"
+        );
+        assert!(!r.contains("judge"), "{r}");
     }
 
     #[test]
