@@ -295,7 +295,7 @@ impl Counter {
         };
         PIECE_CACHE.with(|caches| {
             let mut cache = caches[which].borrow_mut();
-            if cache.len() > 1 << 16 {
+            if cache.len() > 1 << 18 {
                 cache.clear();
             }
             let mut one = |piece: &str| {
