@@ -19,6 +19,22 @@ thread_local! {
         [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
     static SEGMENT_CACHE: [RefCell<FastMap<Box<[u8]>, u32>>; 2] =
         [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
+    /// Segments of at most [`SHORT`] bytes (most of them), keyed inline: one memory access
+    /// per lookup instead of two, and no allocation per entry.
+    static SHORT_SEGMENT_CACHE: [RefCell<FastMap<ShortKey, u32>>; 2] =
+        [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
+}
+
+/// Segments up to this many bytes are keyed inline.
+const SHORT: usize = 16;
+
+/// A short segment's bytes, zero-padded, and its length.
+type ShortKey = (u128, u8);
+
+fn short_key(b: &[u8]) -> ShortKey {
+    let mut w = [0u8; SHORT];
+    w[..b.len()].copy_from_slice(b);
+    (u128::from_le_bytes(w), b.len() as u8)
 }
 
 /// Segments up to this many bytes are memoised.
@@ -261,27 +277,45 @@ impl Counter {
             Encoding::O200k => 0,
             Encoding::Cl100k => 1,
         };
-        SEGMENT_CACHE.with(|caches| {
-            let mut cache = caches[which].borrow_mut();
-            if cache.len() > 1 << 20 {
-                cache.clear();
-            }
-            let mut total = 0;
-            for seg in segments(text) {
-                let b = seg.as_bytes();
-                if b.len() > SEGMENT_CACHE_MAX {
-                    total += self.count_pieces(seg);
-                    continue;
+        SHORT_SEGMENT_CACHE.with(|shorts| {
+            SEGMENT_CACHE.with(|caches| {
+                let mut short = shorts[which].borrow_mut();
+                let mut cache = caches[which].borrow_mut();
+                if short.len() > 1 << 20 {
+                    short.clear();
                 }
-                if let Some(&n) = cache.get(b) {
-                    total += n as usize;
-                    continue;
+                if cache.len() > 1 << 20 {
+                    cache.clear();
                 }
-                let n = self.count_pieces(seg);
-                cache.insert(b.into(), u32::try_from(n).unwrap_or(u32::MAX));
-                total += n;
-            }
-            total
+                let mut total = 0;
+                for seg in segments(text) {
+                    let b = seg.as_bytes();
+                    if b.len() <= SHORT {
+                        let key = short_key(b);
+                        total += match short.get(&key) {
+                            Some(&n) => n as usize,
+                            None => {
+                                let n = self.count_pieces(seg);
+                                short.insert(key, u32::try_from(n).unwrap_or(u32::MAX));
+                                n
+                            }
+                        };
+                        continue;
+                    }
+                    if b.len() > SEGMENT_CACHE_MAX {
+                        total += self.count_pieces(seg);
+                        continue;
+                    }
+                    if let Some(&n) = cache.get(b) {
+                        total += n as usize;
+                        continue;
+                    }
+                    let n = self.count_pieces(seg);
+                    cache.insert(b.into(), u32::try_from(n).unwrap_or(u32::MAX));
+                    total += n;
+                }
+                total
+            })
         })
     }
 
