@@ -740,6 +740,13 @@ pub fn delete_children(
 /// `json.dumps` does by default.
 pub fn quote(s: &str, ascii: bool) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    quote_into(&mut out, s, ascii);
+    out
+}
+
+/// [`quote`], appended to `out`.
+pub fn quote_into(out: &mut String, s: &str, ascii: bool) {
+    out.reserve(s.len() + 2);
     out.push('"');
     if !ascii {
         // Only `"`, `\` and control characters change, all ASCII: copy the runs between them.
@@ -762,7 +769,7 @@ pub fn quote(s: &str, ascii: bool) -> String {
         }
         out.push_str(&s[run..]);
         out.push('"');
-        return out;
+        return;
     }
     for c in s.chars() {
         match c {
@@ -784,7 +791,6 @@ pub fn quote(s: &str, ascii: bool) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 /// Serialise a value the way Python's `json.dumps` does: separators `", "` and `": "`,
@@ -824,7 +830,7 @@ fn py_write_sorted(v: &serde_json::Value, ascii: bool, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&quote(k, ascii));
+                quote_into(out, k, ascii);
                 out.push_str(": ");
                 py_write_sorted(&m[k], ascii, out);
             }
@@ -840,7 +846,7 @@ fn py_write(v: &serde_json::Value, ascii: bool, out: &mut String) {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&py_number(n)),
-        Value::String(s) => out.push_str(&quote(s, ascii)),
+        Value::String(s) => quote_into(out, s, ascii),
         Value::Array(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {
@@ -857,7 +863,7 @@ fn py_write(v: &serde_json::Value, ascii: bool, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&quote(k, ascii));
+                quote_into(out, k, ascii);
                 out.push_str(": ");
                 py_write(x, ascii, out);
             }

@@ -17,6 +17,8 @@
 //! ([`Caps`]; with `--long-context` both limits are 262 144). A session judged in windows is
 //! packed by [`super::window`] instead: one batch per window.
 
+use rayon::prelude::*;
+
 use crate::json::quote;
 use crate::tokens::Counter;
 
@@ -200,50 +202,24 @@ pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
             c[2] - c[0],
         )
     };
-    enum How {
-        Whole,
-        Regions { r4: bool },
-    }
-    let mut texts: Vec<String> = Vec::with_capacity(calls.len() * 2);
-    let mut how = Vec::with_capacity(calls.len());
-    for &(id, tool) in calls {
-        if safe(id) && safe(tool) {
+    // One call's regions one after the other: the id's pieces, counted for the first region,
+    // are in the thread's piece cache for the second (ids are unique, so nothing else is
+    // shared and there is nothing to deduplicate).
+    calls
+        .par_iter()
+        .with_min_len(1024)
+        .map(|&(id, tool)| {
+            if !(safe(id) && safe(tool)) {
+                return counter.count(&object(id, tool)) + 1;
+            }
             let [r1, r2, _, r4] = regions(id, tool);
             let r4_differs = !tool
                 .as_bytes()
                 .last()
                 .is_some_and(u8::is_ascii_alphanumeric);
-            texts.push(r1);
-            texts.push(r2);
-            if r4_differs {
-                texts.push(r4);
-            }
-            how.push(How::Regions { r4: r4_differs });
-        } else {
-            texts.push(object(id, tool));
-            how.push(How::Whole);
-        }
-    }
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let counts = counter.count_many(&refs);
-    let mut at = 0;
-    how.iter()
-        .map(|h| match *h {
-            How::Whole => {
-                at += 1;
-                counts[at - 1] + 1
-            }
-            How::Regions { r4 } => {
-                let (r1, r2) = (counts[at], counts[at + 1]);
-                at += 2;
-                let r4 = if r4 {
-                    at += 1;
-                    counts[at - 1]
-                } else {
-                    r2
-                };
-                base + 2 * r1 + keys + r2 + r4 + 1
-            }
+            let (r1, r2) = (counter.count(&r1), counter.count(&r2));
+            let r4 = if r4_differs { counter.count(&r4) } else { r2 };
+            base + 2 * r1 + keys + r2 + r4 + 1
         })
         .collect()
 }

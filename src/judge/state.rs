@@ -19,11 +19,10 @@
 //! can count tokens per piece and reuse counts across stages. Lengths are in characters
 //! (code points). Pure.
 
-use std::collections::{HashMap, HashSet};
-
 use serde_json::Value;
 
-use crate::json::{py_dumps, quote};
+use crate::fasthash::{FastMap, FastSet};
+use crate::json::{py_dumps, quote, quote_into};
 use crate::pin::Pins;
 use crate::transcript::{BlockRef, Call, Pair, Transcript};
 
@@ -60,22 +59,31 @@ pub struct View<'a> {
     t: &'a Transcript,
     pinned: Vec<bool>,
     has_candidate: Vec<bool>,
-    candidates: HashSet<BlockRef>,
-    result_chars: HashMap<BlockRef, usize>,
+    candidates: FastSet<BlockRef>,
+    /// Per call with a result: the result's length in characters.
+    result_chars: FastMap<BlockRef, usize>,
+    /// Per message, per result: its length in characters.
+    result_lens: Vec<Vec<usize>>,
 }
 
 impl<'a> View<'a> {
     pub fn new(t: &'a Transcript, pins: &Pins, pairs: &[Pair]) -> View<'a> {
         let n = t.messages.len();
         let mut has_candidate = vec![false; n];
-        let mut candidates = HashSet::with_capacity(pins.candidates.len());
+        let mut candidates = FastSet::default();
+        candidates.reserve(pins.candidates.len());
         for p in &pins.candidates {
             has_candidate[p.call.message] = true;
             candidates.insert(p.call);
         }
+        let result_lens: Vec<Vec<usize>> = t
+            .messages
+            .iter()
+            .map(|m| m.results.iter().map(|r| r.text.chars().count()).collect())
+            .collect();
         let result_chars = pairs
             .iter()
-            .map(|p| (p.call, t.result(p.result).text.chars().count()))
+            .map(|p| (p.call, result_lens[p.result.message][p.result.block]))
             .collect();
         View {
             t,
@@ -83,6 +91,7 @@ impl<'a> View<'a> {
             has_candidate,
             candidates,
             result_chars,
+            result_lens,
         }
     }
 
@@ -192,6 +201,7 @@ impl<'a> View<'a> {
             if let Some(o) = o.as_mut() {
                 o.push_str(", \"tool_calls\": [");
             }
+            let mut head = String::with_capacity(64);
             for (bi, call) in m.calls.iter().enumerate() {
                 if bi > 0 {
                     f.push_str(", ");
@@ -200,11 +210,11 @@ impl<'a> View<'a> {
                         o.push_str(", ");
                     }
                 }
-                let mut head = String::with_capacity(64);
+                head.clear();
                 head.push_str("{\"id\": ");
-                head.push_str(&quote(&call.id, false));
+                quote_into(&mut head, &call.id, false);
                 head.push_str(", \"tool\": ");
-                head.push_str(&quote(&call.tool, false));
+                quote_into(&mut head, &call.tool, false);
                 head.push_str(", \"input\": ");
                 let input = py_dumps(&call.input, false);
                 let short = input
@@ -224,7 +234,7 @@ impl<'a> View<'a> {
                     };
                     if !pinned && !self.candidates.contains(&here) {
                         o.push_str("{\"line\": ");
-                        o.push_str(&quote(&self.line(mi, bi, call), false));
+                        quote_into(o, &self.line(mi, bi, call), false);
                         o.push('}');
                     } else {
                         o.push_str(&head);
@@ -240,16 +250,19 @@ impl<'a> View<'a> {
             }
         }
         if !m.results.is_empty() {
-            let mut notes = String::from(", \"tool_results\": [");
+            let mut notes = String::with_capacity(24 + 64 * m.results.len());
+            notes.push_str(", \"tool_results\": [");
             for (i, r) in m.results.iter().enumerate() {
                 if i > 0 {
                     notes.push_str(", ");
                 }
                 notes.push_str("{\"id\": ");
-                notes.push_str(&quote(&r.id, false));
-                notes.push_str(", \"note\": ");
-                notes.push_str(&quote(&note(&r.text, r.is_error), false));
-                notes.push('}');
+                quote_into(&mut notes, &r.id, false);
+                notes.push_str(", \"note\": \"");
+                // A note is ASCII letters, digits, commas, spaces and parentheses: its JSON
+                // string is itself in quotes.
+                push_note(&mut notes, self.result_lens[mi][i], r.is_error);
+                notes.push_str("\"}");
             }
             notes.push(']');
             f.push_str(&notes);
@@ -298,12 +311,19 @@ pub fn line_for_call(c: &Call, result_chars: Option<usize>) -> String {
 
 /// The note standing in for a result's payload.
 pub fn note(text: &str, is_error: bool) -> String {
-    let n = text.chars().count();
-    let status = if is_error { "error" } else { "ok" };
+    let mut out = String::new();
+    push_note(&mut out, text.chars().count(), is_error);
+    out
+}
+
+/// [`note`] for a result of `n` characters, appended to `out`.
+fn push_note(out: &mut String, n: usize, is_error: bool) {
+    use std::fmt::Write as _;
+    out.push_str(if is_error { "error" } else { "ok" });
     if n == 0 {
-        format!("{status}, 0 chars (empty)")
+        out.push_str(", 0 chars (empty)");
     } else {
-        format!("{status}, {n} chars")
+        let _ = write!(out, ", {n} chars");
     }
 }
 
