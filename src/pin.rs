@@ -63,7 +63,8 @@ pub fn select(t: &Transcript, pairs: &[Pair], preserve_recent: usize) -> Pins {
         pinned_calls: Vec::new(),
         candidates: Vec::new(),
     };
-    let mut pair_of_call = std::collections::HashMap::new();
+    let mut pair_of_call: crate::fasthash::FastMap<_, _> = crate::fasthash::FastMap::default();
+    pair_of_call.reserve(pairs.len());
     for p in pairs {
         pair_of_call.insert(p.call, *p);
     }

@@ -409,7 +409,7 @@ fn build_report(
     removed_messages: usize,
 ) -> Report {
     let mut decisions: Vec<DecisionRecord> = Vec::new();
-    let pair_result: std::collections::HashMap<_, _> = t
+    let pair_result: crate::fasthash::FastMap<_, _> = t
         .pairs()
         .unwrap_or_default()
         .into_iter()
