@@ -286,7 +286,7 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
 
 /// A verifier hook: `allow(original_result, new_text)` accepts a changed result that is not
 /// a lossless note (the recoverable and stashed modes' own pointers).
-pub type Allow<'a> = &'a dyn Fn(&crate::transcript::ToolResult, &str) -> bool;
+pub type Allow<'a> = &'a (dyn Fn(&crate::transcript::ToolResult, &str) -> bool + Sync);
 
 /// [`verify`] with an [`Allow`] hook.
 pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'_>) -> Vec<String> {
@@ -399,10 +399,10 @@ pub fn verify_decisions_with(
 /// flat result `i` after the pass.
 fn check_changes<'n>(
     original: &Transcript,
-    new_text: impl Fn(usize) -> Option<&'n str>,
+    new_text: impl Fn(usize) -> Option<&'n str> + Sync,
     allow: Allow<'_>,
 ) -> Vec<String> {
-    let mut v = Vec::new();
+    use rayon::prelude::*;
     let old: Vec<&crate::transcript::ToolResult> =
         original.messages.iter().flat_map(|m| &m.results).collect();
     let unchanged: Vec<bool> = (0..old.len())
@@ -414,9 +414,10 @@ fn check_changes<'n>(
     for (j, r) in old.iter().enumerate() {
         by_id.entry(r.id.as_str()).or_default().push(j);
     }
-    for (i, a) in old.iter().enumerate() {
+    // Each result is checked on its own (in parallel); violations come back in order.
+    let check = |(i, a): (usize, &&crate::transcript::ToolResult)| {
         if unchanged[i] || new_text(i).is_some_and(|n| allow(a, n)) {
-            continue;
+            return None;
         }
         let target = |id: &str| {
             by_id.get(id).and_then(|list| {
@@ -426,14 +427,14 @@ fn check_changes<'n>(
                     .map(|&j| old[j])
             })
         };
-        if !new_text(i).is_some_and(|note| check_note(note, a, target)) {
-            v.push(format!(
+        (!new_text(i).is_some_and(|note| check_note(note, a, target))).then(|| {
+            format!(
                 "result {} changed and its note does not point at a later unchanged result that holds its exact text",
                 a.id
-            ));
-        }
-    }
-    v
+            )
+        })
+    };
+    old.par_iter().enumerate().filter_map(check).collect()
 }
 
 fn check_note<'a>(
