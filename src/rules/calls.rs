@@ -42,10 +42,9 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(t: &'a Transcript, pins: &'a Pins, goal: &'a str) -> Context<'a> {
-        let pairs: FastMap<BlockRef, BlockRef> = t
-            .pairs()
-            .unwrap_or_default()
-            .into_iter()
+        let pairs: FastMap<BlockRef, BlockRef> = pins
+            .all_pairs()
+            .iter()
             .map(|p| (p.call, p.result))
             .collect();
         let mut calls = Vec::with_capacity(pairs.len());
