@@ -41,7 +41,8 @@ pub fn digest(text: &str) -> String {
 
 /// Lines as `lcc recall --lines` numbers them: each ends at a `\n` (the last one may not).
 pub fn line_count(text: &str) -> usize {
-    text.split_inclusive('\n').count()
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
