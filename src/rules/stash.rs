@@ -81,13 +81,20 @@ pub fn decide(
     opts: &recoverable::Options<'_>,
     probe: &dyn FileProbe,
 ) -> (Vec<Decision>, Vec<(usize, String)>) {
-    let lossy = super::lossy::decide(ctx);
     // Command pointers never matter here: the bytes are stashed, not re-run.
     let rec_opts = recoverable::Options {
         allow_command_pointers: false,
         ..*opts
     };
-    let plans = recoverable::plan(ctx, &rec_opts, probe);
+    // The two policies are independent: run them side by side.
+    let (lossy, plans) = std::thread::scope(|scope| {
+        let lossy = scope.spawn(|| super::lossy::decide(ctx));
+        let plans = recoverable::plan(ctx, &rec_opts, probe);
+        let lossy = lossy
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (lossy, plans)
+    });
     let eligible: Vec<Option<String>> = lossy
         .iter()
         .zip(&plans)
