@@ -167,15 +167,21 @@ pub fn decide_excluding(
             *freq.entry(*h).or_default() += 1;
         }
     }
-    let key_of: FastMap<usize, u64> = is_candidate
+    let to_key: Vec<usize> = is_candidate
         .keys()
-        .filter(|&&i| !texts[i].is_empty())
+        .copied()
+        .filter(|&i| !texts[i].is_empty())
+        .collect();
+    let key_of: FastMap<usize, u64> = to_key
+        .par_iter()
         .filter_map(|&i| {
             lines[i]
                 .iter()
                 .min_by_key(|h| freq.get(h).copied().unwrap_or(0))
                 .map(|h| (i, *h))
         })
+        .collect::<Vec<_>>()
+        .into_iter()
         .collect();
     drop(freq);
     let mut holders: FastMap<u64, Vec<usize>> = FastMap::default();
