@@ -147,14 +147,13 @@ fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
 }
 
 /// Store outputs in the stash directory, each under its name (the SHA-256 of its bytes in
-/// hex), in parallel. Each file is written atomically: a temporary file in the same
+/// hex), on one thread per core. Each file is written atomically: a temporary file in the same
 /// directory, renamed into place; a file already there that holds the right bytes is left
 /// alone. The directory is created private (0700), files are private (0600), and the
 /// directory is synced once at the end rather than every file (recall re-hashes what it
 /// reads, so a file a crash damaged is refused, never misread). Returns, per entry, why it
 /// could not be stored.
 pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String>> {
-    use rayon::prelude::*;
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -179,14 +178,13 @@ pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String
             fresh
         })
         .collect();
-    let written: Vec<Option<String>> = unique
-        .par_iter()
-        .map(|&i| {
-            stash_put_one(dir, entries[i].0, entries[i].1)
-                .err()
-                .map(|e| e.to_string())
-        })
-        .collect();
+    // Plain threads rather than the rayon pool: the pool may be busy counting tokens, and
+    // these threads mostly wait on the file system.
+    let written = in_parallel(&unique, |&i| {
+        stash_put_one(dir, entries[i].0, entries[i].1)
+            .err()
+            .map(|e| e.to_string())
+    });
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }
@@ -196,6 +194,41 @@ pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String
         .iter()
         .map(|(name, _)| by_name[name].clone())
         .collect()
+}
+
+/// `f` over `items` on one thread per core (each takes the next item when done), results in
+/// item order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, 8)
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 fn stash_put_one(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {

@@ -31,9 +31,16 @@ pub struct Pins {
     pub pinned_calls: Vec<(crate::transcript::BlockRef, PinReason)>,
     /// Pairs that may be judged, in call order.
     pub candidates: Vec<Pair>,
+    /// Every pair of the transcript (pinned ones included), in call order.
+    all_pairs: Vec<Pair>,
 }
 
 impl Pins {
+    /// Every call/result pair of the transcript the pins were selected on, in call order.
+    pub fn all_pairs(&self) -> &[Pair] {
+        &self.all_pairs
+    }
+
     pub fn is_pinned(&self, message: usize) -> bool {
         self.pinned.get(message).copied().unwrap_or(false)
     }
@@ -62,8 +69,10 @@ pub fn select(t: &Transcript, pairs: &[Pair], preserve_recent: usize) -> Pins {
         pinned,
         pinned_calls: Vec::new(),
         candidates: Vec::new(),
+        all_pairs: pairs.to_vec(),
     };
-    let mut pair_of_call = std::collections::HashMap::new();
+    let mut pair_of_call: crate::fasthash::FastMap<_, _> = crate::fasthash::FastMap::default();
+    pair_of_call.reserve(pairs.len());
     for p in pairs {
         pair_of_call.insert(p.call, *p);
     }

@@ -156,14 +156,39 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
         None => {
             // Stash notes name their token counts, which are the pieces just counted.
             let tr = Instant::now();
-            let first_result = result_piece_offsets(&t);
-            rules::stash::finish_notes(
-                &t,
-                &mut assessment.decisions,
-                &mut assessment.rules_extra,
-                |r| piece_counts[first_result[r.message] + r.block],
-            );
-            let r = rebuild_and_verify(s, &t, &pins, src, &mut assessment);
+            let early = if s.dry_run {
+                Vec::new()
+            } else {
+                early_stash_entries(&t, &assessment)
+            };
+            let stash_dir = assessment.rules_extra.stash_dir.clone();
+            let r = std::thread::scope(|scope| {
+                let writer = stash_dir
+                    .as_deref()
+                    .filter(|_| !early.is_empty())
+                    .map(|dir| {
+                        let entries: Vec<(&str, &[u8])> =
+                            early.iter().map(|(_, d, b)| (d.as_str(), *b)).collect();
+                        scope.spawn(move || io::stash_put_all(dir, &entries))
+                    });
+                let first_result = result_piece_offsets(&t);
+                rules::stash::finish_notes(
+                    &t,
+                    &mut assessment.decisions,
+                    &mut assessment.rules_extra,
+                    |r| piece_counts[first_result[r.message] + r.block],
+                );
+                let mut r = verified_rebuild(s, &t, &pins, src, &mut assessment);
+                if let Some(w) = writer {
+                    let errors = w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                    assessment.rules_extra.stash_written =
+                        early.iter().map(|(k, ..)| *k).zip(errors).collect();
+                }
+                if settle(s, &t, &mut assessment, &io::DiskProbe) {
+                    r = rebuild::apply(&t, src, &assessment.decisions);
+                }
+                r
+            });
             rebuild_ms += ms(tr);
             r
         }
@@ -244,6 +269,22 @@ fn rebuild_and_verify(
     src: &str,
     assessment: &mut Assessment,
 ) -> rebuild::Rebuilt {
+    let mut rebuilt = verified_rebuild(s, t, pins, src, assessment);
+    if settle(s, t, assessment, &io::DiskProbe) {
+        rebuilt = rebuild::apply(t, src, &assessment.decisions);
+    }
+    rebuilt
+}
+
+/// Rebuild, and verify a verified rules mode's decisions (its fail-safe reverts to keeping
+/// everything).
+fn verified_rebuild(
+    s: &CompactSettings,
+    t: &Transcript,
+    pins: &Pins,
+    src: &str,
+    assessment: &mut Assessment,
+) -> rebuild::Rebuilt {
     let mut rebuilt = rebuild::apply(t, src, &assessment.decisions);
     if let Some(mode) = assessment.rules_mode.filter(|m| m.verified()) {
         if assessment
@@ -262,10 +303,24 @@ fn rebuild_and_verify(
             }
         }
     }
-    if settle(s, t, assessment, &io::DiskProbe) {
-        rebuilt = rebuild::apply(t, src, &assessment.decisions);
-    }
     rebuilt
+}
+
+/// The stash entries that stay stashed whatever their token counts
+/// ([`rules::stash::stashed_whatever_the_count`]): (decision index, file name, bytes). They
+/// are written while the notes are finished and the output is rebuilt and verified;
+/// [`settle`] writes the rest and turns failed writes into keeps. An entry a fail-safe later
+/// discards stays in the stash (unused, named by its own hash).
+fn early_stash_entries<'t>(t: &'t Transcript, a: &Assessment) -> Vec<(usize, String, &'t [u8])> {
+    a.rules_extra
+        .stash
+        .iter()
+        .filter_map(|(k, digest)| {
+            let text = t.result(a.decisions[*k].result?).text.as_str();
+            rules::stash::stashed_whatever_the_count(text, digest)
+                .then(|| (*k, digest.clone(), text.as_bytes()))
+        })
+        .collect()
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -298,10 +353,12 @@ fn settle(
 ) -> bool {
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
+        // What was not written while tokens were counted is written now.
         let entries: Vec<(&str, &[u8])> = a
             .rules_extra
             .stash
             .iter()
+            .filter(|(k, _)| !a.rules_extra.stash_written.contains_key(k))
             .map(|(k, digest)| {
                 let text = a.decisions[*k]
                     .result
@@ -309,13 +366,24 @@ fn settle(
                 (digest.as_str(), text.as_bytes())
             })
             .collect();
-        let errors = match &a.rules_extra.stash_dir {
+        let mut late = match &a.rules_extra.stash_dir {
+            Some(_) if entries.is_empty() => Vec::new(),
             Some(dir) => io::stash_put_all(dir, &entries),
             None => entries
                 .iter()
                 .map(|_| Some("no stash directory".to_string()))
                 .collect(),
-        };
+        }
+        .into_iter();
+        let errors: Vec<Option<String>> = a
+            .rules_extra
+            .stash
+            .iter()
+            .map(|(k, _)| match a.rules_extra.stash_written.get(k) {
+                Some(e) => e.clone(),
+                None => late.next().flatten(),
+            })
+            .collect();
         let failed: Vec<usize> = a
             .rules_extra
             .stash
@@ -409,10 +477,9 @@ fn build_report(
     removed_messages: usize,
 ) -> Report {
     let mut decisions: Vec<DecisionRecord> = Vec::new();
-    let pair_result: std::collections::HashMap<_, _> = t
-        .pairs()
-        .unwrap_or_default()
-        .into_iter()
+    let pair_result: crate::fasthash::FastMap<_, _> = pins
+        .all_pairs()
+        .iter()
         .map(|p| (p.call, p.result))
         .collect();
     for (call, reason) in &pins.pinned_calls {

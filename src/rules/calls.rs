@@ -1,8 +1,7 @@
 //! The transcript as the rules policies see it: every call in transcript order (message
 //! order, then block order; pinned messages included) with the result paired to it by id.
 
-use std::collections::HashMap;
-
+use crate::fasthash::FastMap;
 use crate::pin::Pins;
 use crate::transcript::{BlockRef, Call, Pair, ToolResult, Transcript};
 
@@ -43,14 +42,14 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(t: &'a Transcript, pins: &'a Pins, goal: &'a str) -> Context<'a> {
-        let pairs: HashMap<BlockRef, BlockRef> = t
-            .pairs()
-            .unwrap_or_default()
-            .into_iter()
+        let pairs: FastMap<BlockRef, BlockRef> = pins
+            .all_pairs()
+            .iter()
             .map(|p| (p.call, p.result))
             .collect();
         let mut calls = Vec::with_capacity(pairs.len());
-        let mut pos: HashMap<BlockRef, usize> = HashMap::with_capacity(pairs.len());
+        let mut pos: FastMap<BlockRef, usize> = FastMap::default();
+        pos.reserve(pairs.len());
         for (mi, m) in t.messages.iter().enumerate() {
             for (bi, call) in m.calls.iter().enumerate() {
                 let at = BlockRef {

@@ -44,14 +44,31 @@ pub(crate) fn is_header_line(line: &str) -> bool {
 /// The framed comparable form: `"\n" + lines + "\n"`, with Codex volatile header lines
 /// dropped when a header block is followed by a line that is exactly `Output:`.
 pub fn comparable(text: &str) -> String {
+    let body = comparable_body(text);
+    let mut out = String::with_capacity(body.len() + 2);
+    out.push('\n');
+    out.push_str(&body);
+    out.push('\n');
+    out
+}
+
+/// [`comparable`] without its framing newlines (framing is injective, so two texts are
+/// comparable-equal exactly when their bodies are), borrowed unless header lines are dropped.
+fn comparable_body(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    // Only a text that starts with a header line can lose lines.
+    if !HEADER_NAMES.iter().any(|n| text.starts_with(n)) {
+        return Cow::Borrowed(text);
+    }
     let lines: Vec<&str> = text.split('\n').collect();
     let end = lines.iter().take_while(|l| is_header_line(l)).count();
-    let strip = end > 0 && lines.get(end) == Some(&"Output:");
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('\n');
+    if !(end > 0 && lines.get(end) == Some(&"Output:")) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
     let mut first = true;
     for (i, l) in lines.iter().enumerate() {
-        if strip && i < end && VOLATILE.iter().any(|v| l.starts_with(v)) {
+        if i < end && VOLATILE.iter().any(|v| l.starts_with(v)) {
             continue;
         }
         if !first {
@@ -60,8 +77,7 @@ pub fn comparable(text: &str) -> String {
         out.push_str(l);
         first = false;
     }
-    out.push('\n');
-    out
+    Cow::Owned(out)
 }
 
 /// Hashes of each raw line of a text.
@@ -136,7 +152,7 @@ pub fn decide_excluding(
     // Index 1: the hash of every result's comparable form.
     let framed: Vec<u64> = texts
         .par_iter()
-        .map(|s| hash_bytes(comparable(s).as_bytes()))
+        .map(|s| hash_bytes(comparable_body(s).as_bytes()))
         .collect();
     let mut by_framed: FastMap<u64, Vec<usize>> = FastMap::default();
     for (i, h) in framed.iter().enumerate() {
@@ -151,15 +167,21 @@ pub fn decide_excluding(
             *freq.entry(*h).or_default() += 1;
         }
     }
-    let key_of: FastMap<usize, u64> = is_candidate
+    let to_key: Vec<usize> = is_candidate
         .keys()
-        .filter(|&&i| !texts[i].is_empty())
+        .copied()
+        .filter(|&i| !texts[i].is_empty())
+        .collect();
+    let key_of: FastMap<usize, u64> = to_key
+        .par_iter()
         .filter_map(|&i| {
             lines[i]
                 .iter()
                 .min_by_key(|h| freq.get(h).copied().unwrap_or(0))
                 .map(|h| (i, *h))
         })
+        .collect::<Vec<_>>()
+        .into_iter()
         .collect();
     drop(freq);
     let mut holders: FastMap<u64, Vec<usize>> = FastMap::default();
@@ -187,7 +209,7 @@ pub fn decide_excluding(
         // Later results that may be identical, and later results holding our key line.
         let same = later(by_framed.get(&framed[i]), i);
         let hold = later(holders.get(key), i);
-        let my_framed = comparable(text);
+        let my_framed = comparable_body(text);
         let my_lines = &lines[i];
         let (mut a, mut b) = (0, 0);
         while a < same.len() || b < hold.len() {
@@ -215,7 +237,7 @@ pub fn decide_excluding(
             if !kept[j] || other.is_error != is_error {
                 continue;
             }
-            let found = if framed[j] == framed[i] && comparable(&other.text) == my_framed {
+            let found = if framed[j] == framed[i] && comparable_body(&other.text) == my_framed {
                 Some((
                     format!("[identical output kept at {}]", other.id),
                     "identical_output_kept_later",
@@ -270,7 +292,7 @@ pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
 
 /// A verifier hook: `allow(original_result, new_text)` accepts a changed result that is not
 /// a lossless note (the recoverable and stashed modes' own pointers).
-pub type Allow<'a> = &'a dyn Fn(&crate::transcript::ToolResult, &str) -> bool;
+pub type Allow<'a> = &'a (dyn Fn(&crate::transcript::ToolResult, &str) -> bool + Sync);
 
 /// [`verify`] with an [`Allow`] hook.
 pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'_>) -> Vec<String> {
@@ -383,10 +405,10 @@ pub fn verify_decisions_with(
 /// flat result `i` after the pass.
 fn check_changes<'n>(
     original: &Transcript,
-    new_text: impl Fn(usize) -> Option<&'n str>,
+    new_text: impl Fn(usize) -> Option<&'n str> + Sync,
     allow: Allow<'_>,
 ) -> Vec<String> {
-    let mut v = Vec::new();
+    use rayon::prelude::*;
     let old: Vec<&crate::transcript::ToolResult> =
         original.messages.iter().flat_map(|m| &m.results).collect();
     let unchanged: Vec<bool> = (0..old.len())
@@ -398,9 +420,10 @@ fn check_changes<'n>(
     for (j, r) in old.iter().enumerate() {
         by_id.entry(r.id.as_str()).or_default().push(j);
     }
-    for (i, a) in old.iter().enumerate() {
+    // Each result is checked on its own (in parallel); violations come back in order.
+    let check = |(i, a): (usize, &&crate::transcript::ToolResult)| {
         if unchanged[i] || new_text(i).is_some_and(|n| allow(a, n)) {
-            continue;
+            return None;
         }
         let target = |id: &str| {
             by_id.get(id).and_then(|list| {
@@ -410,14 +433,14 @@ fn check_changes<'n>(
                     .map(|&j| old[j])
             })
         };
-        if !new_text(i).is_some_and(|note| check_note(note, a, target)) {
-            v.push(format!(
+        (!new_text(i).is_some_and(|note| check_note(note, a, target))).then(|| {
+            format!(
                 "result {} changed and its note does not point at a later unchanged result that holds its exact text",
                 a.id
-            ));
-        }
-    }
-    v
+            )
+        })
+    };
+    old.par_iter().enumerate().filter_map(check).collect()
 }
 
 fn check_note<'a>(
@@ -429,7 +452,8 @@ fn check_note<'a>(
         .strip_prefix("[identical output kept at ")
         .and_then(|s| s.strip_suffix(']'))
     {
-        return target_of(id).is_some_and(|t| comparable(&t.text) == comparable(&original.text));
+        return target_of(id)
+            .is_some_and(|t| comparable_body(&t.text) == comparable_body(&original.text));
     }
     if let Some(rest) = note
         .strip_prefix("[output = lines ")

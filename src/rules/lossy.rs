@@ -126,7 +126,7 @@ fn supersede_key(c: &CallView<'_>, input: &str) -> Key {
 }
 
 /// An output with its per-run Codex metadata lines removed (anywhere), then stripped.
-fn without_run_metadata(text: &str) -> String {
+fn without_run_metadata(text: &str) -> std::borrow::Cow<'_, str> {
     const NAMES: [&str; 5] = [
         "Chunk ID",
         "Wall time",
@@ -134,6 +134,16 @@ fn without_run_metadata(text: &str) -> String {
         "Process running with session ID",
         "Process exited with code",
     ];
+    // Most outputs have no line starting with a name: nothing to drop, nothing to copy.
+    let at_line_start = |n: &str| {
+        text.starts_with(n)
+            || text
+                .match_indices(n)
+                .any(|(i, _)| text.as_bytes()[i - 1] == b'\n')
+    };
+    if !NAMES.iter().any(|n| at_line_start(n)) {
+        return std::borrow::Cow::Borrowed(py_strip(text));
+    }
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let meta = NAMES.iter().any(|n| {
@@ -144,7 +154,7 @@ fn without_run_metadata(text: &str) -> String {
             out.push_str(line);
         }
     }
-    py_strip(&out).to_string()
+    std::borrow::Cow::Owned(py_strip(&out).to_string())
 }
 
 fn result_text<'a>(c: &CallView<'a>) -> &'a str {
@@ -287,9 +297,11 @@ pub fn trim_text(text: &str, tool: &str) -> String {
         .char_indices()
         .nth(TRIM_HEAD_CHARS)
         .map_or(text.len(), |(i, _)| i);
+    // The char at position `total - TRIM_TAIL_CHARS`, found from the end.
     let tail_start = text
         .char_indices()
-        .nth(total - TRIM_TAIL_CHARS)
+        .rev()
+        .nth(TRIM_TAIL_CHARS - 1)
         .map_or(text.len(), |(i, _)| i);
     let removed = total - TRIM_HEAD_CHARS - TRIM_TAIL_CHARS;
     let tool = if tool.is_empty() { "the tool" } else { tool };

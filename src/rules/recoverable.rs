@@ -29,7 +29,7 @@
 //! write naming each file, of an opaque call under each directory), so the policy is linear
 //! in the transcript.
 
-use std::collections::HashMap;
+use crate::fasthash::FastMap as HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -530,7 +530,7 @@ pub fn plan(ctx: &Context<'_>, opts: &Options<'_>, probe: &dyn FileProbe) -> Vec
     names.extend(owned);
     let later = Later::build(ctx, names, dir_names);
 
-    let mut protected: HashMap<usize, &'static str> = HashMap::new();
+    let mut protected: HashMap<usize, &'static str> = HashMap::default();
     if let Some((e, before)) = ctx.latest_error() {
         protected.insert(e, "latest_error_result");
         if let Some(b) = before {

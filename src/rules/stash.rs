@@ -41,7 +41,8 @@ pub fn digest(text: &str) -> String {
 
 /// Lines as `lcc recall --lines` numbers them: each ends at a `\n` (the last one may not).
 pub fn line_count(text: &str) -> usize {
-    text.split_inclusive('\n').count()
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -80,13 +81,20 @@ pub fn decide(
     opts: &recoverable::Options<'_>,
     probe: &dyn FileProbe,
 ) -> (Vec<Decision>, Vec<(usize, String)>) {
-    let lossy = super::lossy::decide(ctx);
     // Command pointers never matter here: the bytes are stashed, not re-run.
     let rec_opts = recoverable::Options {
         allow_command_pointers: false,
         ..*opts
     };
-    let plans = recoverable::plan(ctx, &rec_opts, probe);
+    // The two policies are independent: run them side by side.
+    let (lossy, plans) = std::thread::scope(|scope| {
+        let lossy = scope.spawn(|| super::lossy::decide(ctx));
+        let plans = recoverable::plan(ctx, &rec_opts, probe);
+        let lossy = lossy
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (lossy, plans)
+    });
     let eligible: Vec<Option<String>> = lossy
         .iter()
         .zip(&plans)
@@ -179,6 +187,14 @@ pub fn finish_notes(
         true
     });
     extras.notes_pending = false;
+}
+
+/// Will [`finish_notes`] keep this entry stashed whatever the text's token count turns out
+/// to be? A count never exceeds the text's UTF-8 bytes (every token holds at least one), and
+/// a larger count never gives a shorter note, so the note at that bound is the longest one.
+/// Such entries can be written to the stash before the counts are known.
+pub fn stashed_whatever_the_count(text: &str, digest: &str) -> bool {
+    text.len() >= 2 && note(text, text.len(), digest).chars().count() < text.chars().count()
 }
 
 /// The verifier's hook: a changed result is accepted when it is its own stash note.

@@ -25,7 +25,6 @@ pub mod openai_responses;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -325,7 +324,10 @@ impl Transcript {
     /// result and results without a call are left out (never judged, never touched).
     /// Duplicate call ids (or result ids) are an error naming both places.
     pub fn pairs(&self) -> Result<Vec<Pair>, ParseError> {
-        let mut results: HashMap<&str, BlockRef> = HashMap::new();
+        let n_results: usize = self.messages.iter().map(|m| m.results.len()).sum();
+        let mut results: crate::fasthash::FastMap<&str, BlockRef> =
+            crate::fasthash::FastMap::default();
+        results.reserve(n_results);
         for (mi, m) in self.messages.iter().enumerate() {
             for (bi, r) in m.results.iter().enumerate() {
                 let here = BlockRef {
@@ -344,8 +346,10 @@ impl Transcript {
                 }
             }
         }
-        let mut seen: HashMap<&str, BlockRef> = HashMap::new();
-        let mut pairs = Vec::new();
+        let mut seen: crate::fasthash::FastMap<&str, BlockRef> =
+            crate::fasthash::FastMap::default();
+        seen.reserve(self.tool_calls_total());
+        let mut pairs = Vec::with_capacity(n_results);
         for (mi, m) in self.messages.iter().enumerate() {
             for (bi, c) in m.calls.iter().enumerate() {
                 let here = BlockRef {
