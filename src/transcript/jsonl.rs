@@ -103,6 +103,26 @@ pub fn for_each(
     Ok(warnings)
 }
 
+/// Check that a stream reads back: every record valid JSON, the same rules as [`for_each`]
+/// (a torn last record is a warning, not an error). Records that sit on one line each (the
+/// usual file) are only syntax-checked, without building their values; anything else goes
+/// through [`for_each`].
+pub fn check(src: &str) -> Result<(), ParseError> {
+    let b = src.as_bytes();
+    let mut pos = if src.starts_with('\u{feff}') { 3 } else { 0 };
+    while pos < b.len() {
+        let nl = memchr_nl(b, pos);
+        let content_end = nl.unwrap_or(b.len());
+        if !is_blank_bytes(&b[pos..content_end])
+            && json::parse_shallow(src, pos, content_end, 0).is_err()
+        {
+            return for_each(src, |_| Ok(())).map(drop);
+        }
+        pos = nl.map_or(b.len(), |i| i + 1);
+    }
+    Ok(())
+}
+
 fn memchr_nl(b: &[u8], from: usize) -> Option<usize> {
     b[from..].iter().position(|&c| c == b'\n').map(|i| from + i)
 }
@@ -119,6 +139,21 @@ mod tests {
         })
         .unwrap();
         (out, w)
+    }
+
+    #[test]
+    fn check_agrees_with_the_reader() {
+        for (src, ok) in [
+            ("{\"a\":1}\n\n{\"b\":[2]}\r\n", true),
+            ("{\"a\":\n 1}\n{\"b\":2}\n", true),
+            ("{\"a\":1}\n{\"b\":", true),
+            ("{\"a\":1}\n{\"b\":\n{\"c\":3}\n", true), // torn: the last record never closes
+            ("{\"a\":1}\n{\"b\"\n{\"c\":3}\n", false),
+            ("{\"a\":1} x\n{\"b\":2}\n", false),
+        ] {
+            assert_eq!(check(src).is_ok(), ok, "{src:?}");
+            assert_eq!(for_each(src, |_| Ok(())).is_ok(), ok, "{src:?}");
+        }
     }
 
     #[test]
