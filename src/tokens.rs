@@ -449,15 +449,7 @@ mod tests {
         };
         let mut seed: u64 = 11;
         for round in 0..3000 {
-            let len = 1 + round % 40;
-            let text: String = (0..len)
-                .map(|_| {
-                    seed = seed
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1442695040888963407);
-                    atoms[(seed >> 33) as usize % atoms.len()]
-                })
-                .collect();
+            let text = random_text(&atoms, &mut seed, 1 + round % 40);
             let joined: String = segments(&text).collect();
             assert_eq!(joined, text);
             assert_eq!(
@@ -475,6 +467,18 @@ mod tests {
         }
     }
 
+    /// `len` atoms drawn from `atoms` by a small deterministic generator.
+    fn random_text(atoms: &[&str], seed: &mut u64, len: usize) -> String {
+        (0..len)
+            .map(|_| {
+                *seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                atoms[(*seed >> 33) as usize % atoms.len()]
+            })
+            .collect()
+    }
+
     /// The hand-written ASCII pre-tokenizer cuts exactly where o200k's regex does.
     #[test]
     fn ascii_split_is_the_regex_split() {
@@ -487,15 +491,7 @@ mod tests {
         let tok = bpe_openai::o200k_base();
         let mut seed: u64 = 5;
         for round in 0..20_000 {
-            let len = 1 + round % 24;
-            let text: String = (0..len)
-                .map(|_| {
-                    seed = seed
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    atoms[(seed >> 33) as usize % atoms.len()]
-                })
-                .collect();
+            let text = random_text(&atoms, &mut seed, 1 + round % 24);
             let ours: Vec<&str> = o200k_ascii_split(&text).collect();
             let theirs: Vec<&str> = tok.split(&text).collect();
             assert_eq!(ours, theirs, "{text:?}");

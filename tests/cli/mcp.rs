@@ -720,18 +720,7 @@ fn changed_strings<'a>(a: &'a Value, b: &'a Value, out: &mut Vec<(&'a str, &'a s
 
 /// The CLI's `lcc recall`, with the same stash directory.
 fn cli_recall(stash: &str, args: &[&str]) -> Run {
-    let o = crate::support::run(
-        lcc()
-            .arg("recall")
-            .args(args)
-            .env("LCC_STASH_DIR", stash)
-            .stdin(Stdio::null()),
-    );
-    Run {
-        code: o.status.code().unwrap(),
-        stdout: o.stdout,
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    crate::support::lcc_recall(std::path::Path::new(stash), args)
 }
 
 #[test]

@@ -948,18 +948,7 @@ fn lossy_is_marked_experimental_in_help() {
 // stashed and recall
 
 fn recall(stash: &Path, args: &[&str]) -> Run {
-    let o = crate::support::run(
-        lcc()
-            .arg("recall")
-            .args(args)
-            .env("LCC_STASH_DIR", stash)
-            .stdin(std::process::Stdio::null()),
-    );
-    Run {
-        code: o.status.code().unwrap(),
-        stdout: o.stdout,
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    crate::support::lcc_recall(stash, args)
 }
 
 fn stash_id(note: &str) -> String {

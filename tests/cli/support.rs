@@ -84,6 +84,15 @@ pub fn lcc_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
     finish(run(lcc().args(args).stdin(Stdio::null())))
 }
 
+/// Run `lcc recall ARGS` with `LCC_STASH_DIR` set to `stash`.
+pub fn lcc_recall<S: AsRef<std::ffi::OsStr>>(stash: &Path, args: &[S]) -> Run {
+    finish(run(lcc()
+        .arg("recall")
+        .args(args)
+        .env("LCC_STASH_DIR", stash)
+        .stdin(Stdio::null())))
+}
+
 /// Run `lcc ARGS` with `input` on stdin.
 pub fn lcc_stdin<S: AsRef<std::ffi::OsStr>>(args: &[S], input: &[u8]) -> Run {
     let mut child = lcc()
