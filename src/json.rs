@@ -106,6 +106,7 @@ pub fn parse_shallow(
         pos: from,
         depth: 0,
         build_depth,
+        trusted: false,
     };
     p.ws();
     let node = p.value()?;
@@ -114,6 +115,26 @@ pub fn parse_shallow(
         return Err(p.err("unexpected data after the JSON value"));
     }
     Ok(node)
+}
+
+/// Build a node that an earlier parse returned as [`Kind::Deferred`] (so its span is known
+/// to be valid JSON), as [`parse_shallow`] would, skipping the checks that parse already made.
+pub fn build_deferred(src: &str, node: &Node, build_depth: usize) -> Result<Node, SyntaxError> {
+    let mut p = Parser {
+        s: &src[..node.end],
+        b: &src.as_bytes()[..node.end],
+        pos: node.start,
+        depth: 0,
+        build_depth,
+        trusted: matches!(node.kind, Kind::Deferred { .. }),
+    };
+    p.ws();
+    let built = p.value()?;
+    p.ws();
+    if p.pos < node.end {
+        return Err(p.err("unexpected data after the JSON value"));
+    }
+    Ok(built)
 }
 
 /// Parse the one JSON value that starts at `from` (after optional whitespace), whatever
@@ -135,6 +156,7 @@ pub fn parse_value_at_shallow(
         pos: from,
         depth: 0,
         build_depth,
+        trusted: false,
     };
     p.ws();
     p.value()
@@ -146,12 +168,34 @@ pub fn parse(src: &str) -> Result<Node, SyntaxError> {
     parse_range(src, start, src.len())
 }
 
+/// Does `run` hold a byte below 0x20 (a control character, which JSON strings may not hold
+/// raw)? Eight bytes at a time: a byte below 0x20 borrows into its high bit when 0x20 is
+/// subtracted from it, and only such a byte (or one above it, once a lower byte already
+/// borrowed) sets a high bit that was clear in the input; bytes of 0x80 and up never count.
+fn has_control(run: &[u8]) -> bool {
+    const LOW: u64 = 0x2020_2020_2020_2020;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = run.chunks_exact(8);
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let x = u64::from_le_bytes(b);
+        if x.wrapping_sub(LOW) & !x & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&c| c < 0x20)
+}
+
 struct Parser<'a> {
     s: &'a str,
     b: &'a [u8],
     pos: usize,
     depth: usize,
     build_depth: usize,
+    /// The span was already validated (a [`Kind::Deferred`] node being built): skip the
+    /// checks for raw control characters in strings, the costliest part of validation.
+    trusted: bool,
 }
 
 impl Parser<'_> {
@@ -275,7 +319,7 @@ impl Parser<'_> {
             let rest = &self.b[self.pos.min(self.b.len())..];
             let skip = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
             let run = &rest[..skip];
-            if run.iter().fold(false, |acc, &c| acc | (c < 0x20)) {
+            if !self.trusted && has_control(run) {
                 self.pos += run.iter().position(|&c| c < 0x20).unwrap_or(0);
                 return Err(self.err("control character inside a string"));
             }
@@ -895,6 +939,56 @@ fn py_number(n: &serde_json::Number) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deferred node builds to the same tree as parsing its span afresh; a node that is
+    /// not deferred is still fully checked.
+    #[test]
+    fn build_deferred_is_parse_shallow() {
+        let src = r#"[{"a": "x\ny", "b": [1, {"c": null}]}, [true, "\u00e9"]]"#;
+        let root = parse_shallow(src, 0, src.len(), 1).unwrap();
+        for n in root.items().unwrap() {
+            assert!(matches!(n.kind, Kind::Deferred { .. }));
+            let built = build_deferred(src, n, usize::MAX).unwrap();
+            let fresh = parse_shallow(src, n.start, n.end, usize::MAX).unwrap();
+            assert_eq!(built.to_value(src), fresh.to_value(src));
+            assert_eq!((built.start, built.end), (fresh.start, fresh.end));
+        }
+        // A built node's span is checked again: the same span over bytes with a raw
+        // control character fails.
+        let valid = "[\"a b\"]";
+        let raw = "[\"a\u{1}b\"]";
+        let whole = parse_shallow(valid, 0, valid.len(), usize::MAX).unwrap();
+        assert!(build_deferred(valid, &whole, usize::MAX).is_ok());
+        assert!(build_deferred(raw, &whole, usize::MAX).is_err());
+    }
+
+    /// The word-at-a-time check agrees with a byte-by-byte one, whatever the bytes around a
+    /// control character and wherever it sits in the word.
+    #[test]
+    fn has_control_is_exact() {
+        let alphabet = [
+            0x00u8, 0x01, 0x0a, 0x1f, 0x20, 0x21, 0x5c, 0x7e, 0x7f, 0x80, 0x9f, 0xc3, 0xff,
+        ];
+        let mut seed: u64 = 3;
+        for round in 0..50_000 {
+            let len = round % 37;
+            let run: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    // Mostly printable, so runs without a control character are common too.
+                    let r = (seed >> 33) as usize;
+                    if r.is_multiple_of(4) {
+                        alphabet[r / 4 % alphabet.len()]
+                    } else {
+                        0x20 + (r % 0x5f) as u8
+                    }
+                })
+                .collect();
+            assert_eq!(has_control(&run), run.iter().any(|&c| c < 0x20), "{run:?}");
+        }
+    }
 
     #[test]
     fn spans_and_strings() {

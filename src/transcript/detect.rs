@@ -197,7 +197,7 @@ impl Evidence {
 /// Build a node that a shallow parse deferred, to `depth` levels.
 fn expand(src: &str, n: &Node, depth: usize) -> Result<Node, ParseError> {
     if matches!(n.kind, Kind::Deferred { .. }) {
-        json::parse_shallow(src, n.start, n.end, depth).map_err(|e| ParseError::syntax(src, &e))
+        json::build_deferred(src, n, depth).map_err(|e| ParseError::syntax(src, &e))
     } else {
         Ok(n.clone())
     }

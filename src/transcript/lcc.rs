@@ -47,7 +47,7 @@ pub fn parse(src: &str) -> Result<Transcript, ParseError> {
 
 /// Build a node that [`json::parse_shallow`] deferred.
 fn built(src: &str, n: &Node, depth: usize) -> Result<Node, ParseError> {
-    json::parse_shallow(src, n.start, n.end, depth).map_err(|e| ParseError::syntax(src, &e))
+    json::build_deferred(src, n, depth).map_err(|e| ParseError::syntax(src, &e))
 }
 
 pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
