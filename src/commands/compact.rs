@@ -40,16 +40,18 @@ pub struct Assessment {
 }
 
 impl Assessment {
-    fn rules(mode: RulesMode, decisions: Vec<Decision>) -> Assessment {
+    /// What `provider` concluded, before anything went wrong: not degraded, no guarantee yet,
+    /// no judge figures.
+    pub fn new(provider: &'static str, decisions: Vec<Decision>) -> Assessment {
         Assessment {
             decisions,
-            provider_used: "rules".into(),
+            provider_used: provider.into(),
             degraded: false,
             degradation_reason: None,
             semantic_guarantee: "none",
-            rules_mode: Some(mode),
+            rules_mode: None,
             warnings: Vec::new(),
-            judge: "rules",
+            judge: provider,
             jev_model_resolved: None,
             calls: 0,
             requests: 0,
@@ -60,6 +62,13 @@ impl Assessment {
             judge_latency_ms: 0,
             violations: Vec::new(),
             rules_extra: rules::Extras::default(),
+        }
+    }
+
+    fn rules(mode: RulesMode, decisions: Vec<Decision>) -> Assessment {
+        Assessment {
+            rules_mode: Some(mode),
+            ..Assessment::new("rules", decisions)
         }
     }
 }

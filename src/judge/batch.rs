@@ -133,6 +133,13 @@ fn question_members_slow(id: &str, tool: &str) -> String {
     let result = format!(
         "Judge the probability that the OUTPUT of tool call {id} ({tool}) still needs to be available verbatim in this session. Score low only when the work it was run for is finished and re-running the tool would produce the same information again if it were needed."
     );
+    question_pair(id, &call, &result)
+}
+
+/// A call's two `noul` questions as JSON object members (no braces): `keep_call_<id>` with
+/// `call` as its instructions and `keep_result_<id>` with `result`, each with the criteria
+/// every judge is given.
+pub(super) fn question_pair(id: &str, call: &str, result: &str) -> String {
     let q = |key: String, instructions: &str, yes: &str, no: &str| {
         format!(
             "{}: {{\"type\": \"noul\", \"instructions\": {}, \"criteria\": {{\"true\": {}, \"false\": {}}}}}",
@@ -146,13 +153,13 @@ fn question_members_slow(id: &str, tool: &str) -> String {
         "{}, {}",
         q(
             keep_call_key(id),
-            &call,
+            call,
             "The fact that this call happened, and its input, still matter.",
             "The call is finished and its input adds nothing to the goal."
         ),
         q(
             keep_result_key(id),
-            &result,
+            result,
             "The output's contents are still needed and re-running would not do.",
             "The output is spent: the work it served is finished."
         )

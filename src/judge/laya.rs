@@ -62,7 +62,7 @@ use super::batch::{keep_call_key, keep_result_key, ENVELOPE_TOKENS};
 use super::client::{self, FailKind, Failure, Policy, Redactor, Reply, SendError, Transport};
 use super::state::{line_for_call, note};
 use crate::commands::compact::Assessment;
-use crate::decide::{judge_action, Decision};
+use crate::decide::Decision;
 use crate::error::Error;
 use crate::json::quote;
 use crate::pin::Pins;
@@ -93,26 +93,7 @@ pub fn state_budget(context_tokens: usize) -> usize {
 }
 
 fn base(decisions: Vec<Decision>) -> Assessment {
-    Assessment {
-        decisions,
-        provider_used: JUDGE.into(),
-        degraded: false,
-        degradation_reason: None,
-        semantic_guarantee: "none",
-        rules_mode: None,
-        warnings: Vec::new(),
-        judge: JUDGE,
-        jev_model_resolved: None,
-        calls: 0,
-        requests: 0,
-        state_tokens: 0,
-        state_fit_stage: "none".into(),
-        state_windows: 0,
-        input_tokens_sent: 0,
-        judge_latency_ms: 0,
-        violations: Vec::new(),
-        rules_extra: crate::rules::Extras::default(),
-    }
+    Assessment::new(JUDGE, decisions)
 }
 
 /// Every candidate kept, unjudged, because laya cannot be asked.
@@ -658,30 +639,7 @@ pub fn question_members(id: &str, tool: &str) -> String {
     let result = format!(
         "Judge the probability that the OUTPUT of the tool call in `call` ({tool}; its size is in `result`) still needs to be available verbatim in this session, given `goal` and what `later_calls` do. Score low only when the work it was run for is finished and re-running the tool would produce the same information again if it were needed."
     );
-    let q = |key: String, instructions: &str, yes: &str, no: &str| {
-        format!(
-            "{}: {{\"type\": \"noul\", \"instructions\": {}, \"criteria\": {{\"true\": {}, \"false\": {}}}}}",
-            quote(&key, false),
-            quote(instructions, false),
-            quote(yes, false),
-            quote(no, false)
-        )
-    };
-    format!(
-        "{}, {}",
-        q(
-            keep_call_key(id),
-            &call,
-            "The fact that this call happened, and its input, still matter.",
-            "The call is finished and its input adds nothing to the goal."
-        ),
-        q(
-            keep_result_key(id),
-            &result,
-            "The output's contents are still needed and re-running would not do.",
-            "The output is spent: the work it served is finished."
-        )
-    )
+    super::batch::question_pair(id, &call, &result)
 }
 
 /// Questions in each request: one candidate's two.
@@ -1003,42 +961,7 @@ pub fn assess(
         )));
     }
 
-    // Decide.
-    let mut judged = 0;
-    for (p, &(kc, kr)) in pins.candidates.iter().zip(&answers) {
-        if kc.is_none() && kr.is_none() {
-            a.decisions.push(super::unjudged(p));
-            continue;
-        }
-        judged += 1;
-        let c = t.call(p.call);
-        let text = &t.result(p.result).text;
-        let (action, reason) = judge_action(kc, kr, text, &c.tool, s.thresholds);
-        a.decisions.push(Decision {
-            call: p.call,
-            result: Some(p.result),
-            action,
-            keep_call: kc,
-            keep_result: kr,
-            source: JUDGE,
-            reason: reason.into(),
-        });
-    }
-    let total = pins.candidates.len();
-    if judged == 0 {
-        a.provider_used = "degraded".into();
-        a.degraded = true;
-        a.degradation_reason = Some("laya_no_answers_fail_safe".into());
-        a.warnings
-            .push("laya_no_answers: every call was kept unjudged (fail-safe)".into());
-    } else if judged < total {
-        a.provider_used = "laya+partial_fail_safe".into();
-        a.degraded = true;
-        a.degradation_reason = Some("laya_batch_failed".into());
-        a.semantic_guarantee = "partial";
-    } else {
-        a.semantic_guarantee = "judged";
-    }
+    super::decide(&mut a, t, pins, &answers, s, JUDGE);
     Ok(a)
 }
 

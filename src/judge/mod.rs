@@ -53,26 +53,7 @@ use crate::transcript::{Pair, Transcript};
 const JUDGE: &str = "jev";
 
 fn base(decisions: Vec<Decision>) -> Assessment {
-    Assessment {
-        decisions,
-        provider_used: JUDGE.into(),
-        degraded: false,
-        degradation_reason: None,
-        semantic_guarantee: "none",
-        rules_mode: None,
-        warnings: Vec::new(),
-        judge: JUDGE,
-        jev_model_resolved: None,
-        calls: 0,
-        requests: 0,
-        state_tokens: 0,
-        state_fit_stage: "none".into(),
-        state_windows: 0,
-        input_tokens_sent: 0,
-        judge_latency_ms: 0,
-        violations: Vec::new(),
-        rules_extra: crate::rules::Extras::default(),
-    }
+    Assessment::new(JUDGE, decisions)
 }
 
 pub(super) fn unjudged(p: &Pair) -> Decision {
@@ -249,9 +230,24 @@ pub fn assess(
     }
     a.judge_latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
 
-    // Decide.
+    decide(&mut a, t, pins, &answers, s, JUDGE);
+    Ok(a)
+}
+
+/// Turn a judge's answers (keep_call, keep_result per candidate, `None` where none came)
+/// into decisions, and say how complete the judging was: a candidate without any answer is
+/// kept unjudged; none answered at all is `<judge>_no_answers_fail_safe`, some is
+/// `<judge>+partial_fail_safe`. Shared by Jev and laya.
+pub(super) fn decide(
+    a: &mut Assessment,
+    t: &Transcript,
+    pins: &Pins,
+    answers: &[(Option<f64>, Option<f64>)],
+    s: &CompactSettings,
+    judge: &'static str,
+) {
     let mut judged = 0;
-    for (p, &(kc, kr)) in pins.candidates.iter().zip(&answers) {
+    for (p, &(kc, kr)) in pins.candidates.iter().zip(answers) {
         if kc.is_none() && kr.is_none() {
             a.decisions.push(unjudged(p));
             continue;
@@ -266,27 +262,26 @@ pub fn assess(
             action,
             keep_call: kc,
             keep_result: kr,
-            source: JUDGE,
+            source: judge,
             reason: reason.into(),
         });
     }
-    let total = pins.candidates.len();
     if judged == 0 {
         a.provider_used = "degraded".into();
         a.degraded = true;
-        a.degradation_reason = Some("jev_no_answers_fail_safe".into());
+        a.degradation_reason = Some(format!("{judge}_no_answers_fail_safe"));
         a.semantic_guarantee = "none";
-        a.warnings
-            .push("jev_no_answers: every call was kept unjudged (fail-safe)".into());
-    } else if judged < total {
-        a.provider_used = "jev+partial_fail_safe".into();
+        a.warnings.push(format!(
+            "{judge}_no_answers: every call was kept unjudged (fail-safe)"
+        ));
+    } else if judged < pins.candidates.len() {
+        a.provider_used = format!("{judge}+partial_fail_safe");
         a.degraded = true;
-        a.degradation_reason = Some("jev_batch_failed".into());
+        a.degradation_reason = Some(format!("{judge}_batch_failed"));
         a.semantic_guarantee = "partial";
     } else {
         a.semantic_guarantee = "judged";
     }
-    Ok(a)
 }
 
 /// Why `auto` did not run Jev, for its warning.
