@@ -1074,6 +1074,18 @@ fn recall_refuses_a_tampered_file_and_unknown_ids() {
     let again = rules_in(Some(o.dir), &t, "stashed", "finish the parser", &[]);
     let back = recall(&again.dir.path().join("stash"), &[&id]).expect(0);
     assert_eq!(back.stdout, big("HEAD").as_bytes());
+    // A file that already holds the right bytes is left alone: same inode after another run.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(&file).unwrap().ino();
+        let third = rules_in(Some(again.dir), &t, "stashed", "finish the parser", &[]);
+        assert_eq!(
+            third.d("c1"),
+            dk("replace", "stashed:large_old_output_trimmed")
+        );
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), ino);
+    }
 }
 
 #[test]
