@@ -42,15 +42,28 @@ fn write(out: &Path, name: &str, bpe: &tiktoken_rs::CoreBPE, expected: usize) {
         .iter()
         .flat_map(|s| s.to_le_bytes())
         .collect();
+    let pairs: Vec<u8> = table::build_pairs(&refs)
+        .iter()
+        .flat_map(|s| s.to_le_bytes())
+        .collect();
     let t = table::Table {
         bytes: &bytes,
         offsets: &offsets,
         slots: &slots,
+        pairs: &pairs,
     };
     for (rank, tok) in refs.iter().enumerate() {
         assert_eq!(t.rank(tok), Some(rank as u32), "{name}: duplicate token");
+        if let [a, b] = tok[..] {
+            assert_eq!(t.pair_rank(a, b), rank as u32, "{name}: duplicate pair");
+        }
     }
-    for (ext, data) in [("bytes", &bytes), ("offsets", &offsets), ("slots", &slots)] {
+    for (ext, data) in [
+        ("bytes", &bytes),
+        ("offsets", &offsets),
+        ("slots", &slots),
+        ("pairs", &pairs),
+    ] {
         std::fs::write(out.join(format!("{name}.{ext}")), data).expect("write to OUT_DIR");
     }
 }

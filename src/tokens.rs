@@ -202,6 +202,7 @@ fn table_of(enc: Encoding) -> table::Table<'static> {
                 bytes: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".bytes")),
                 offsets: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".offsets")),
                 slots: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".slots")),
+                pairs: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".pairs")),
             }
         };
     }
@@ -640,8 +641,17 @@ mod tests {
                 let tok = bpe.decode_bytes(&[r]).unwrap();
                 assert_eq!(t.token(r), &tok[..], "{enc:?} rank {r}");
                 assert_eq!(t.rank(&tok), Some(r), "{enc:?} rank {r}");
+                if let [a, b] = tok[..] {
+                    assert_eq!(t.pair_rank(a, b), r, "{enc:?} rank {r}");
+                }
             }
             assert_eq!(t.rank(b"not a token, surely not one"), None);
+            let pairs = (0..=255u8).flat_map(|a| (0..=255u8).map(move |b| [a, b]));
+            let two_byte = pairs
+                .filter(|p| t.pair_rank(p[0], p[1]) != u32::MAX)
+                .count();
+            let expected = (0..n as u32).filter(|&r| t.token(r).len() == 2).count();
+            assert_eq!(two_byte, expected, "{enc:?}: two-byte tokens");
         }
     }
 

@@ -27,7 +27,7 @@ pub fn count(t: &Table, piece: &[u8]) -> usize {
     }
 }
 
-fn pair_rank(t: &Table, b: &[u8]) -> u32 {
+fn rank_or_none(t: &Table, b: &[u8]) -> u32 {
     t.rank(b).unwrap_or(NONE)
 }
 
@@ -42,7 +42,7 @@ fn count_scan(t: &Table, b: &[u8]) -> usize {
         *s = i as u32;
     }
     for (i, r) in rank.iter_mut().enumerate().take(n - 1) {
-        *r = pair_rank(t, &b[i..i + 2]);
+        *r = t.pair_rank(b[i], b[i + 1]);
     }
     let mut m = n;
     let span = |start: &[u32], i: usize, j: usize| &b[start[i] as usize..start[j] as usize];
@@ -65,10 +65,10 @@ fn count_scan(t: &Table, b: &[u8]) -> usize {
         }
         m -= 1;
         if at + 1 < m {
-            rank[at] = pair_rank(t, span(&start, at, at + 2));
+            rank[at] = rank_or_none(t, span(&start, at, at + 2));
         }
         if at > 0 {
-            rank[at - 1] = pair_rank(t, span(&start, at - 1, at + 1));
+            rank[at - 1] = rank_or_none(t, span(&start, at - 1, at + 1));
         }
     }
 }
@@ -87,7 +87,7 @@ fn count_heap(t: &Table, b: &[u8]) -> usize {
     let mut rank = vec![NONE; n];
     let mut heap = BinaryHeap::with_capacity(n);
     for i in 0..n - 1 {
-        let r = pair_rank(t, &b[i..i + 2]);
+        let r = t.pair_rank(b[i], b[i + 1]);
         rank[i] = r;
         if r != NONE {
             heap.push(Reverse((r, i as u32)));
@@ -99,7 +99,7 @@ fn count_heap(t: &Table, b: &[u8]) -> usize {
         if j >= n {
             return NONE;
         }
-        pair_rank(t, &b[i..next[j] as usize])
+        rank_or_none(t, &b[i..next[j] as usize])
     };
     while let Some(Reverse((r, i))) = heap.pop() {
         let i = i as usize;

@@ -11,7 +11,9 @@
 //! - `slots`: a power-of-two number of slots, each 0 (empty) or `rank + 1` in the low
 //!   [`RANK_BITS`] bits and a tag (high bits of the key's hash) above them. A key lives at the
 //!   first slot from `hash & mask` on (linear probing); the tag rejects most wrong slots
-//!   without reading the token's bytes.
+//!   without reading the token's bytes;
+//! - `pairs`: 65 536 ranks, one per two-byte string (`u32::MAX` where it is no token), so the
+//!   first lookups of every merge, one per adjacent byte pair, are a single read.
 
 /// Bits of a slot that hold `rank + 1`.
 pub const RANK_BITS: u32 = 18;
@@ -68,12 +70,25 @@ pub fn build_slots(tokens: &[&[u8]]) -> Vec<u32> {
     slots
 }
 
-/// A table read in place from its three parts (see the module doc).
+/// The `pairs` part for `tokens` (in rank order).
+#[allow(dead_code)] // used by the build script
+pub fn build_pairs(tokens: &[&[u8]]) -> Vec<u32> {
+    let mut pairs = vec![u32::MAX; 1 << 16];
+    for (rank, t) in tokens.iter().enumerate() {
+        if let [a, b] = t[..] {
+            pairs[usize::from(a) << 8 | usize::from(b)] = rank as u32;
+        }
+    }
+    pairs
+}
+
+/// A table read in place from its parts (see the module doc).
 #[derive(Clone, Copy)]
 pub struct Table<'a> {
     pub bytes: &'a [u8],
     pub offsets: &'a [u8],
     pub slots: &'a [u8],
+    pub pairs: &'a [u8],
 }
 
 impl<'a> Table<'a> {
@@ -88,6 +103,12 @@ impl<'a> Table<'a> {
     pub fn token(&self, r: u32) -> &'a [u8] {
         let r = r as usize;
         &self.bytes[u32_at(self.offsets, r) as usize..u32_at(self.offsets, r + 1) as usize]
+    }
+
+    /// The rank of the two-byte token `a b`, or `u32::MAX` when there is none.
+    #[inline]
+    pub fn pair_rank(&self, a: u8, b: u8) -> u32 {
+        u32_at(self.pairs, usize::from(a) << 8 | usize::from(b))
     }
 
     /// The rank of the token whose bytes are `b`, if there is one.
