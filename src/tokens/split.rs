@@ -25,19 +25,19 @@ use regex::Regex;
 use super::Encoding;
 
 const O200K: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"^(?:[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     r"|\p{N}{1,3}",
     r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
-    r"|\s+",
+    r"|\s+)",
 );
 
 const CL100K: &str = concat!(
-    r"'(?i:[sdmt]|ll|ve|re)",
+    r"^(?:'(?i:[sdmt]|ll|ve|re)",
     r"|[^\r\n\p{L}\p{N}]?\p{L}+",
     r"|\p{N}{1,3}",
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
-    r"|\s+",
+    r"|\s+)",
 );
 
 fn regex(enc: Encoding) -> &'static Regex {
@@ -52,15 +52,19 @@ fn regex(enc: Encoding) -> &'static Regex {
 /// The pieces of `text`, in order, as the encoding's pre-tokenizer cuts them.
 pub fn split(enc: Encoding, text: &str) -> impl Iterator<Item = &str> {
     let re = regex(enc);
-    let mut at = 0;
+    let mut rest = text;
     std::iter::from_fn(move || {
-        let m = re.find_at(text, at)?;
+        // Anchored at the start of what is left (no alternative looks behind, so cutting the
+        // text changes no match): a far smaller automaton than a search for the next match.
+        // Every character starts a match of some alternative, so this fails only at the end.
+        let m = re.find(rest)?;
         let mut end = m.end();
         if is_whitespace_run(m.as_str()) {
-            end = m.start() + whitespace_end(enc, m.as_str(), m.end() == text.len());
+            end = whitespace_end(enc, m.as_str(), end == rest.len());
         }
-        at = end;
-        Some(&text[m.start()..end])
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
     })
 }
 
