@@ -24,8 +24,6 @@ fn tokens_before(text: &str, model: &str) -> (u64, serde_json::Value) {
         "fix it",
         "-r",
         &report,
-        "-o",
-        "-",
         "--quiet",
     ];
     lcc_run(&args).expect(0);
