@@ -13,4 +13,5 @@ mod report;
 mod roundtrip;
 mod rules;
 mod support;
+mod tokens;
 mod windowed;
