@@ -162,8 +162,8 @@ pub struct CompactArgs {
     #[arg(long = "laya-context-tokens", default_value_t = 1024)]
     pub laya_context_tokens: i64,
 
-    /// Write the compacted transcript here (default: stdout). May be the input file: it is
-    /// replaced atomically.
+    /// Write the compacted transcript here (default, or `-`: stdout). May be the input file:
+    /// it is replaced atomically.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
 

@@ -413,7 +413,8 @@ impl CompactSettings {
             jev_model: a.jev_model.clone(),
             jev,
             laya,
-            output: a.output.clone(),
+            // `-o -` is stdout, as an input of `-` is stdin.
+            output: a.output.clone().filter(|p| p.as_os_str() != "-"),
             report: a.report.clone(),
             dry_run: a.dry_run,
             quiet: a.quiet,

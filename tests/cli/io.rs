@@ -45,6 +45,23 @@ fn stdout_by_default_and_summary_on_stderr() {
 }
 
 #[test]
+fn a_dash_output_is_stdout() {
+    let dir = tmp();
+    let o = crate::support::run(
+        crate::support::lcc()
+            .current_dir(dir.path())
+            .args(["compact", &fx("lossless.json"), "--preserve-recent", "0"])
+            .args(["--quiet", "-o", "-"]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), compacted_lossless());
+    assert!(
+        !dir.path().join("-").exists(),
+        "no file named '-' is written"
+    );
+}
+
+#[test]
 fn output_file_gets_what_stdout_would() {
     let dir = tmp();
     let out = at(dir.path(), "out.json");
