@@ -39,7 +39,6 @@ pub mod window;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::commands::compact::Assessment;
@@ -101,14 +100,6 @@ pub fn assess(
 
     // The questions, costed.
     let counter = Counter::o200k();
-    let questions: Vec<String> = pins
-        .candidates
-        .par_iter()
-        .map(|p| {
-            let c = t.call(p.call);
-            batch::question_members(&c.id, &c.tool)
-        })
-        .collect();
     let calls: Vec<(&str, &str)> = pins
         .candidates
         .iter()
@@ -149,7 +140,11 @@ pub fn assess(
     let job = Arc::new(client::Job {
         model: s.jev.model.clone(),
         states: prepared.states,
-        questions,
+        calls: calls
+            .iter()
+            .map(|&(id, tool)| (Box::from(id), Box::from(tool)))
+            .collect(),
+        state_tokens: prepared.state_tokens.clone(),
         policy: client::Policy::from_config(&s.jev),
         redact: redact.clone(),
     });
