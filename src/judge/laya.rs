@@ -939,7 +939,7 @@ pub fn assess(
                 truncated += 1;
                 return None;
             }
-            super::check_noul(JUDGE, response.answers.get(&key), &key, &mut a.warnings)
+            super::check_noul(JUDGE, response.answer(&key), &key, &mut a.warnings)
         };
         let kc = judge(keep_call_key(id));
         let kr = judge(keep_result_key(id));

@@ -33,13 +33,12 @@ pub mod client;
 pub mod fit;
 pub mod laya;
 pub mod outline;
+pub mod response;
 pub mod state;
 pub mod window;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use serde_json::Value;
 
 use crate::commands::compact::Assessment;
 use crate::decide::{judge_action, Action, Decision};
@@ -48,6 +47,7 @@ use crate::pin::Pins;
 use crate::settings::{CompactSettings, JevUnavailable};
 use crate::tokens::Counter;
 use crate::transcript::{Pair, Transcript};
+use response::{parse_response, Answer};
 
 const JUDGE: &str = "jev";
 
@@ -173,6 +173,7 @@ pub fn assess(
     a.warnings.extend(prepared.warning);
     let mut answers: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); pins.candidates.len()];
     let mut latency = Duration::ZERO;
+    let (mut kc_key, mut kr_key) = (String::new(), String::new());
     for (b, &state) in results.iter().zip(&state_of_batch) {
         latency += b.latency;
         a.requests += b.parts.len();
@@ -207,7 +208,7 @@ pub fn assess(
             };
             a.calls += 1;
             a.jev_model_resolved =
-                Some(redact.clean(&response.model.unwrap_or_else(|| s.jev.model.clone())));
+                Some(redact.clean(response.model.as_deref().unwrap_or(&s.jev.model)));
             a.input_tokens_sent += response.input_tokens.unwrap_or_else(|| {
                 prepared.state_tokens[state]
                     + batch::ENVELOPE_TOKENS
@@ -215,11 +216,16 @@ pub fn assess(
             });
             for &i in &part.calls {
                 let id = ids[i];
-                let kc_key = batch::keep_call_key(id);
-                let kr_key = batch::keep_result_key(id);
-                let kc = check(response.answers.get(&kc_key), &kc_key, &mut a.warnings);
-                let kr = check(response.answers.get(&kr_key), &kr_key, &mut a.warnings);
-                answers[i] = (kc, kr);
+                let mut ask = |key: &mut String, prefix: &str| {
+                    key.clear();
+                    key.push_str(prefix);
+                    key.push_str(id);
+                    check(response.answer(key), key, &mut a.warnings)
+                };
+                answers[i] = (
+                    ask(&mut kc_key, "keep_call_"),
+                    ask(&mut kr_key, "keep_result_"),
+                );
             }
         }
     }
@@ -331,74 +337,28 @@ pub(super) fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
     pb
 }
 
-#[derive(Debug)]
-pub(super) struct Response {
-    pub(super) model: Option<String>,
-    pub(super) answers: serde_json::Map<String, Value>,
-    pub(super) input_tokens: Option<usize>,
-}
-
-pub(super) fn parse_response(body: &[u8]) -> Result<Response, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            "the response body is empty".to_string()
-        } else {
-            format!("the response is not JSON ({e})")
-        }
-    })?;
-    let Value::Object(mut obj) = v else {
-        return Err("the response is not a JSON object".into());
-    };
-    let answers = match obj.remove("answers") {
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err("its 'answers' member is not an object".into()),
-        None => return Err("it has no 'answers' member".into()),
-    };
-    let model = ["model", "resolved_model"]
-        .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_str))
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let input_tokens = obj
-        .get("usage")
-        .and_then(|u| u.get("input_tokens"))
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok());
-    Ok(Response {
-        model,
-        answers,
-        input_tokens,
-    })
-}
-
 /// A valid `noul` probability, or `None` with a warning.
-fn check(answer: Option<&Value>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
+fn check(answer: Option<Answer>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
     check_noul(JUDGE, answer, qid, warnings)
 }
 
 /// [`check`] for any judge: its warnings start with `{judge}_`.
 pub(super) fn check_noul(
     judge: &str,
-    answer: Option<&Value>,
+    answer: Option<Answer>,
     qid: &str,
     warnings: &mut Vec<String>,
 ) -> Option<f64> {
-    let p = answer
-        .and_then(Value::as_object)
-        .filter(|o| o.get("type").is_none_or(|t| t == "noul"))
-        .and_then(|o| o.get("noul"))
-        .filter(|v| v.is_number())
-        .and_then(Value::as_f64);
-    match p {
-        None => {
+    match answer {
+        None | Some(Answer::Unusable) => {
             warnings.push(format!("{judge}_missing_answer:{qid}"));
             None
         }
-        Some(p) if !(0.0..=1.0).contains(&p) => {
+        Some(Answer::Noul(p)) if !(0.0..=1.0).contains(&p) => {
             warnings.push(format!("{judge}_out_of_range_answer:{qid}"));
             None
         }
-        Some(p) => Some(p),
+        Some(Answer::Noul(p)) => Some(p),
     }
 }
 
@@ -423,7 +383,7 @@ mod tests {
             (json!(0.9), None),
         ];
         for (v, want) in cases {
-            assert_eq!(check(Some(&v), "q", &mut w), want, "{v}");
+            assert_eq!(check(Some(Answer::of(&v)), "q", &mut w), want, "{v}");
         }
         assert_eq!(check(None, "keep_call_x", &mut w), None);
         assert_eq!(
