@@ -145,7 +145,7 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
         let counting = scope.spawn(move || {
             let tc = Instant::now();
             let one = network_judge
-                .then(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok())
+                .then(|| crate::judge::single_thread_pool(crate::judge::Pool::Report))
                 .flatten();
             let counts = match one {
                 Some(one) => one.install(|| pieces.count(s.counter)),

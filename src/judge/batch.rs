@@ -19,6 +19,7 @@
 
 use rayon::prelude::*;
 
+use crate::fasthash::FastMap;
 use crate::json::quote;
 use crate::tokens::Counter;
 
@@ -94,6 +95,14 @@ pub fn keep_result_key(id: &str) -> String {
 /// The two questions of one call as JSON object members (no braces):
 /// `"keep_call_{id}": {…}, "keep_result_{id}": {…}`.
 pub fn question_members(id: &str, tool: &str) -> String {
+    let mut out = String::new();
+    write_question_members(&mut out, id, tool);
+    out
+}
+
+/// [`question_members`], appended to `out` (request bodies are written without a string of
+/// their own per question).
+pub fn write_question_members(out: &mut String, id: &str, tool: &str) {
     // JSON escaping is per character, so the constant parts are escaped once and the id and
     // the tool spliced in between.
     static PARTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -107,22 +116,24 @@ pub fn question_members(id: &str, tool: &str) -> String {
         assert_eq!(parts.len(), 7, "question template");
         parts
     });
-    let e = |s: &str| -> String {
-        let q = quote(s, false);
-        q[1..q.len() - 1].to_string()
-    };
-    let (id, tool) = (e(id), e(tool));
+    // The id and the tool as they read inside a JSON string (no escaping needed for most).
+    fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            std::borrow::Cow::Borrowed(s)
+        } else {
+            let q = quote(s, false);
+            std::borrow::Cow::Owned(q[1..q.len() - 1].to_string())
+        }
+    }
+    let (id, tool) = (escaped(id), escaped(tool));
     // The id and the tool go, in order: id, id, tool, id, id, tool.
     let vars = [&id, &id, &tool, &id, &id, &tool];
-    let mut out = String::with_capacity(
-        parts.iter().map(String::len).sum::<usize>() + 4 * id.len() + 2 * tool.len(),
-    );
+    out.reserve(parts.iter().map(String::len).sum::<usize>() + 4 * id.len() + 2 * tool.len());
     for (part, var) in parts.iter().zip(vars) {
         out.push_str(part);
         out.push_str(var);
     }
     out.push_str(&parts[6]);
-    out
 }
 
 /// [`question_members`], written out.
@@ -169,66 +180,72 @@ pub(super) fn question_pair(id: &str, call: &str, result: &str) -> String {
 /// Each candidate's question cost: the token count of its two questions as one JSON object
 /// (`{` + [`question_members`] + `}`), plus one.
 ///
-/// Exact, without counting each object whole: the pre-tokenizer splits text into chunks that
-/// BPE never merges across, and a space that follows a letter, digit or punctuation run always
-/// starts a chunk. The object text varies with the id and the tool in four places only, each
-/// of which starts at the object's start or at such a space, and ends just before one:
-/// `{"keep_call_ID":`, ` ID (TOOL,`, ` "keep_result_ID":` and ` ID (TOOL)`. So the count is a
-/// constant (a reference object's count minus its four regions) plus the counts of the four
-/// regions; and the two key regions differ by a constant, as do (after a tool ending in a
-/// letter or digit) the two instruction regions, so only two are counted. Ids and tools
-/// outside `[A-Za-z0-9_.-]` (which could be escaped, or hold spaces) are counted whole. A unit
-/// test checks the two ways agree.
+/// Exact, without counting each object whole. The pre-tokenizer (o200k) splits text into
+/// pieces that BPE never merges across, and the id shows up four times in the object: after
+/// `_` in the two keys (`"keep_call_ID":`) and after a space in the two instructions
+/// (`call ID (TOOL`). Take an id of ASCII letters, digits, `_`, `.` and `-` that starts and
+/// ends with a letter or a digit, and call its *lead* its first piece when it starts with a
+/// letter (its run of uppercase letters, then of lowercase ones) or `0` when it starts with
+/// a digit. Wherever the id stands, its last piece ends where the id does (a `"` or a space
+/// follows), and its pieces after the lead are its own: only the lead's piece takes the `_`
+/// or the space before it (a digit does not; `_` and a space are then one token each). So
+/// the object's count minus the count of the same object written with the lead as the id is
+/// four times the tokens of the id after its lead, which is `count(" ID") − count(" LEAD")`.
+/// Every other id (and so every tool) is handled too: the object with the lead is counted
+/// whole once per (lead, tool), and an id outside that shape is counted whole. A unit test
+/// checks both ways against whole counts.
 pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
-    fn regions(id: &str, tool: &str) -> [String; 4] {
-        [
-            format!("{{\"keep_call_{id}\":"),
-            format!(" {id} ({tool},"),
-            format!(" \"keep_result_{id}\":"),
-            format!(" {id} ({tool})"),
-        ]
-    }
     fn object(id: &str, tool: &str) -> String {
         format!("{{{}}}", question_members(id, tool))
     }
-    fn safe(s: &str) -> bool {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    // Per (lead, tool): the lead's object cost and `count(" LEAD")`.
+    let mut leads: FastMap<(&str, &str), (usize, usize)> = FastMap::default();
+    for &(id, tool) in calls {
+        if let Some(lead) = id_lead(id) {
+            leads.entry((lead, tool)).or_insert_with(|| {
+                (
+                    counter.count(&object(lead, tool)) + 1,
+                    counter.count(&format!(" {lead}")),
+                )
+            });
+        }
     }
-    // The id follows `_` in both keys, so the two key regions differ by a constant; after a
-    // tool ending in a letter or digit, `,` and `)` are one token each, so the two
-    // instruction regions count the same.
-    let (base, keys) = {
-        let (id, tool) = ("toolu_ref", "Ref");
-        let parts = regions(id, tool);
-        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-        let c = counter.count_many(&refs);
-        (
-            counter.count(&object(id, tool)) - c.iter().sum::<usize>(),
-            c[2] - c[0],
-        )
-    };
-    // One call's regions one after the other: the id's pieces, counted for the first region,
-    // are in the thread's piece cache for the second (ids are unique, so nothing else is
-    // shared and there is nothing to deduplicate).
     calls
         .par_iter()
         .with_min_len(1024)
-        .map(|&(id, tool)| {
-            if !(safe(id) && safe(tool)) {
+        .map_init(String::new, |buf, &(id, tool)| {
+            let known = id_lead(id).and_then(|lead| leads.get(&(lead, tool)));
+            let Some(&(lead_cost, lead_tokens)) = known else {
                 return counter.count(&object(id, tool)) + 1;
-            }
-            let [r1, r2, _, r4] = regions(id, tool);
-            let r4_differs = !tool
-                .as_bytes()
-                .last()
-                .is_some_and(u8::is_ascii_alphanumeric);
-            let (r1, r2) = (counter.count(&r1), counter.count(&r2));
-            let r4 = if r4_differs { counter.count(&r4) } else { r2 };
-            base + 2 * r1 + keys + r2 + r4 + 1
+            };
+            buf.clear();
+            buf.push(' ');
+            buf.push_str(id);
+            lead_cost + 4 * counter.count(buf) - 4 * lead_tokens
         })
         .collect()
+}
+
+/// The lead of an id [`question_costs`] can cost from its lead's object, or `None`.
+fn id_lead(id: &str) -> Option<&str> {
+    let b = id.as_bytes();
+    let (&first, &last) = (b.first()?, b.last()?);
+    let fits = first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if !fits {
+        return None;
+    }
+    if first.is_ascii_digit() {
+        return Some("0");
+    }
+    let upper = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+    let lower = b[upper..]
+        .iter()
+        .take_while(|c| c.is_ascii_lowercase())
+        .count();
+    Some(&id[..upper + lower])
 }
 
 /// One request's worth of candidates (indices into the candidate list), numbered from 1.
@@ -355,6 +372,15 @@ mod tests {
             ("é", "Grep"),
             ("ok", "tool with spaces"),
             ("toolu_01", "Web.Fetch-2"),
+            ("ABC1", "Read"),
+            ("aBC", "Read"),
+            ("ABCdef", "Read"),
+            ("0123", "Read"),
+            ("01a", "Read"),
+            ("X", "Read"),
+            ("9", "Read"),
+            ("Ab-Cd.Ef_9", "Read"),
+            ("it's", "Read"),
         ];
         // And a few hundred pseudo-random ids and tools over the fast path's alphabet.
         let alphabet = b"abcXYZ019_.-";
@@ -370,7 +396,22 @@ mod tests {
         let random: Vec<(String, String)> = (0..2000)
             .map(|i| (pick(1 + i % 30), pick(1 + i % 9)))
             .collect();
+        // And ids shaped like real ones: a prefix and random base-62 characters.
+        let base62 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let real: Vec<(String, &str)> = (0..2000)
+            .map(|i| {
+                let tail: String = (0..22)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        base62[(seed >> 33) as usize % base62.len()] as char
+                    })
+                    .collect();
+                let prefix = ["toolu_01", "call_", "", "Tool"][i % 4];
+                (format!("{prefix}{tail}"), ["Bash", "Read", "Edit"][i % 3])
+            })
+            .collect();
         let mut calls: Vec<(&str, &str)> = calls.to_vec();
+        calls.extend(real.iter().map(|(a, b)| (a.as_str(), *b)));
         calls.extend(random.iter().map(|(a, b)| (a.as_str(), b.as_str())));
         let costs = question_costs(&calls, c);
         for (&(id, tool), &cost) in calls.iter().zip(&costs) {

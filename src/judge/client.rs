@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use bytes::Bytes;
 use indicatif::ProgressBar;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -58,8 +59,9 @@ impl SendError {
 }
 
 /// Sends one request body and returns the reply. Implementations must be cheap to share.
+/// The body is shared, not copied, between attempts.
 pub trait Transport: Send + Sync + 'static {
-    fn post(&self, body: String) -> impl Future<Output = Result<Reply, SendError>> + Send;
+    fn post(&self, body: Bytes) -> impl Future<Output = Result<Reply, SendError>> + Send;
 }
 
 /// Sent (as `true`) with `--long-context`.
@@ -117,7 +119,7 @@ pub(crate) fn chain(e: &dyn std::error::Error) -> String {
 }
 
 impl Transport for HttpTransport {
-    fn post(&self, body: String) -> impl Future<Output = Result<Reply, SendError>> + Send {
+    fn post(&self, body: Bytes) -> impl Future<Output = Result<Reply, SendError>> + Send {
         let req = self
             .client
             .post(self.url.clone())
@@ -328,13 +330,13 @@ fn classify(reply: &Reply, redact: &Redactor) -> (bool, Failure) {
 /// Send one body with retries. Returns the 2xx body, or why it failed.
 pub async fn send<T: Transport>(
     t: &T,
-    body: &str,
+    body: &Bytes,
     p: &Policy,
     redact: &Redactor,
 ) -> Result<Vec<u8>, Failure> {
     let mut attempt = 1;
     loop {
-        let (retryable, failure, wait) = match t.post(body.to_string()).await {
+        let (retryable, failure, wait) = match t.post(body.clone()).await {
             Ok(r) if (200..300).contains(&r.status) => return Ok(r.body),
             Ok(r) => {
                 let (retryable, f) = classify(&r, redact);
@@ -385,29 +387,41 @@ pub struct Job {
     pub model: String,
     /// The fitted state JSON (per [`Batch::state`]).
     pub states: States,
-    /// Per candidate: its two questions as object members.
-    pub questions: Vec<String>,
+    /// Per candidate: its call id and tool, which its two questions are written from
+    /// ([`super::batch::write_question_members`]) when a request is built.
+    pub calls: Vec<(Box<str>, Box<str>)>,
+    /// Per [`Batch::state`]: its budget count, to size the body.
+    pub state_tokens: Vec<usize>,
     pub policy: Policy,
     pub redact: Redactor,
 }
 
 impl Job {
-    /// `{"model": …, "state": …, "questions": {…}}`.
-    pub fn body(&self, state: usize, calls: &[usize]) -> String {
-        let mut out = format!(
-            "{{\"model\": {}, \"state\": ",
-            crate::json::quote(&self.model, false)
-        );
+    /// `{"model": …, "state": …, "questions": {…}}`, written once into a buffer of about its
+    /// size.
+    pub fn body(&self, state: usize, calls: &[usize]) -> Bytes {
+        // States run about 3 bytes per token (4 leaves room); a question pair is about 1 050
+        // bytes plus its id four times and its tool twice.
+        let tokens = self.state_tokens.get(state).copied().unwrap_or(0);
+        let questions: usize = calls
+            .iter()
+            .map(|&i| 1_100 + 4 * self.calls[i].0.len() + 2 * self.calls[i].1.len())
+            .sum();
+        let mut out = String::with_capacity(64 + self.model.len() + 4 * tokens + questions);
+        out.push_str("{\"model\": ");
+        crate::json::quote_into(&mut out, &self.model, false);
+        out.push_str(", \"state\": ");
         self.states.write(state, &mut out);
         out.push_str(", \"questions\": {");
         for (n, &i) in calls.iter().enumerate() {
             if n > 0 {
                 out.push_str(", ");
             }
-            out.push_str(&self.questions[i]);
+            let (id, tool) = &self.calls[i];
+            super::batch::write_question_members(&mut out, id, tool);
         }
         out.push_str("}}");
-        out
+        Bytes::from(out)
     }
 }
 
@@ -529,7 +543,8 @@ mod tests {
     where
         F: Fn(usize, &str) -> Result<Reply, SendError> + Send + Sync + 'static,
     {
-        fn post(&self, body: String) -> impl Future<Output = Result<Reply, SendError>> + Send {
+        fn post(&self, body: Bytes) -> impl Future<Output = Result<Reply, SendError>> + Send {
+            let body = String::from_utf8(body.to_vec()).unwrap();
             let n = {
                 let mut g = self.n.lock().unwrap();
                 *g += 1;
@@ -585,20 +600,35 @@ mod tests {
                 reply(200, "{}")
             }
         });
-        let r = rt().block_on(send(&t, "x", &policy(), &Redactor::none()));
+        let r = rt().block_on(send(
+            &t,
+            &Bytes::from_static(b"x"),
+            &policy(),
+            &Redactor::none(),
+        ));
         assert_eq!(r.unwrap(), b"{}");
         assert_eq!(*t.n.lock().unwrap(), 3);
 
         let t = scripted(|_, _| reply(503, "busy"));
         let e = rt()
-            .block_on(send(&t, "x", &policy(), &Redactor::none()))
+            .block_on(send(
+                &t,
+                &Bytes::from_static(b"x"),
+                &policy(),
+                &Redactor::none(),
+            ))
             .unwrap_err();
         assert_eq!(e.cause, "HTTP 503: busy (after 3 attempts)");
 
         for code in [400, 401, 403, 404, 422] {
             let t = scripted(move |_, _| reply(code, "nope"));
             let e = rt()
-                .block_on(send(&t, "x", &policy(), &Redactor::none()))
+                .block_on(send(
+                    &t,
+                    &Bytes::from_static(b"x"),
+                    &policy(),
+                    &Redactor::none(),
+                ))
                 .unwrap_err();
             assert_eq!(*t.n.lock().unwrap(), 1, "{code} must not be retried");
             assert!(!e.cause.contains("after"), "{}", e.cause);
@@ -611,7 +641,12 @@ mod tests {
             }
         });
         assert!(rt()
-            .block_on(send(&t, "x", &policy(), &Redactor::none()))
+            .block_on(send(
+                &t,
+                &Bytes::from_static(b"x"),
+                &policy(),
+                &Redactor::none()
+            ))
             .is_ok());
     }
 
@@ -621,7 +656,12 @@ mod tests {
         let body = format!("echo Bearer {} {}", key.expose(), "x".repeat(500));
         let t = scripted(move |_, _| reply(404, &body));
         let e = rt()
-            .block_on(send(&t, "x", &policy(), &Redactor::new(&key)))
+            .block_on(send(
+                &t,
+                &Bytes::from_static(b"x"),
+                &policy(),
+                &Redactor::new(&key),
+            ))
             .unwrap_err();
         assert!(!e.cause.contains("sk-very-secret"));
         assert!(e.cause.contains("<redacted>"));
@@ -630,9 +670,9 @@ mod tests {
 
     #[test]
     fn too_large_batches_are_split_down_to_one_call() {
-        // Refuse any request with more than two calls (`"questions"` also matches).
+        // Refuse any request with more than two calls.
         let t = Arc::new(scripted(|_, body: &str| {
-            if body.matches("\"q").count() - 1 > 2 {
+            if body.matches("\"keep_call_").count() > 2 {
                 reply(
                     400,
                     "{\"detail\": {\"error_type\": \"max_tokens_exceeded\"}}",
@@ -644,7 +684,10 @@ mod tests {
         let job = Arc::new(Job {
             model: "m".into(),
             states: States::One("{}".into()),
-            questions: (0..5).map(|i| format!("\"q{i}\": 1")).collect(),
+            calls: (0..5)
+                .map(|i| (format!("q{i}").into(), "Read".into()))
+                .collect(),
+            state_tokens: vec![1],
             policy: policy(),
             redact: Redactor::none(),
         });
@@ -665,6 +708,30 @@ mod tests {
         assert_eq!(parts, vec![vec![0, 1], vec![2], vec![3, 4]]);
         assert!(out[0].parts.iter().all(|p| p.outcome.is_ok()));
         assert_eq!(out[0].splits, 2);
+        // Every body is the whole request, its questions those of its part.
+        let seen = t.seen.lock().unwrap();
+        let asked: Vec<Vec<String>> = seen
+            .iter()
+            .map(|body| {
+                let v: serde_json::Value = serde_json::from_str(body).unwrap();
+                assert_eq!(v["model"], "m");
+                assert_eq!(v["state"], serde_json::json!({}));
+                v["questions"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        let want = |ids: &[usize]| -> Vec<String> {
+            ids.iter()
+                .flat_map(|i| [format!("keep_call_q{i}"), format!("keep_result_q{i}")])
+                .collect()
+        };
+        assert_eq!(asked.len(), 5);
+        assert_eq!(asked[0], want(&[0, 1, 2, 3, 4]));
+        assert_eq!(asked[2..], [want(&[0, 1]), want(&[2]), want(&[3, 4])]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use super::batch::{pack, Batch, Caps};
 use super::client::States;
 use super::outline::Index;
-use super::state::{Stage, View};
+use super::state::{Scratch, Stage, View};
 use super::window::{self, Budget, Candidate};
 use crate::pin::Pins;
 use crate::settings::CompactSettings;
@@ -39,12 +39,76 @@ pub struct Fitted {
 /// No entry for this message at this stage.
 const ABSENT: u32 = u32::MAX;
 
+/// Messages rendered together into one chunk's buffers.
+const CHUNK: usize = 512;
+
+/// Where one message's entry at one stage is in its chunk's buffer for that stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Absent,
+    /// The same text as the stage before (which shows the message).
+    Same,
+    At(usize, usize),
+}
+
+/// A run of [`CHUNK`] messages rendered at every stage: per stage one buffer holding the
+/// entries back to back (an entry equal to the stage before's is not written again).
+struct Chunk {
+    text: [String; 3],
+    slots: Vec<[Slot; 3]>,
+}
+
+impl Chunk {
+    fn render(view: &View, messages: std::ops::Range<usize>) -> Chunk {
+        let mut text: [String; 3] = Default::default();
+        let mut slots = Vec::with_capacity(messages.len());
+        let mut scratch = Scratch::default();
+        for mi in messages {
+            let starts = text.each_ref().map(String::len);
+            let [a, b, c] = &mut text;
+            let shown = view.write_entries(mi, [a, b, c], &mut scratch);
+            let mut row = [Slot::Absent; 3];
+            // The text of the stage before, when it shows the message.
+            let mut before: Option<(usize, usize, usize)> = None;
+            for k in 0..3 {
+                if !shown[k] {
+                    before = None;
+                    continue;
+                }
+                let (start, end) = (starts[k], text[k].len());
+                let same = before.is_some_and(|(j, s, e)| text[j][s..e] == text[k][start..end]);
+                if same {
+                    text[k].truncate(start);
+                    row[k] = Slot::Same;
+                } else {
+                    row[k] = Slot::At(start, end);
+                    before = Some((k, start, end));
+                }
+            }
+            slots.push(row);
+        }
+        Chunk { text, slots }
+    }
+}
+
+/// A distinct rendering: chunk, stage buffer, and its bytes there.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    chunk: u32,
+    stage: u8,
+    start: usize,
+    end: usize,
+}
+
 /// Every message rendered at the stages tried so far, each rendering counted once. Owns its
-/// strings, so the windowed stage can keep it for the whole run.
+/// text, so the windowed stage can keep it for the whole run.
 pub struct Rendered {
+    /// The renderings, in buffers of [`CHUNK`] messages (few allocations, and little to
+    /// free).
+    chunks: Vec<Chunk>,
     /// Distinct renderings (a message whose entry does not change from one stage to the
-    /// next shares one string).
-    pool: Vec<String>,
+    /// next shares one).
+    pool: Vec<Piece>,
     counts: Vec<u32>,
     /// Per stage tried, per message: index into `pool`, or [`ABSENT`].
     idx: Vec<Vec<u32>>,
@@ -63,41 +127,40 @@ impl Rendered {
         let fixed = counter.count(&View::head(goal)) + counter.count(View::TAIL);
         let sep = counter.count(View::SEP);
         let n = view.messages();
-        let mut r = Rendered {
-            pool: Vec::new(),
-            counts: Vec::new(),
-            idx: Vec::new(),
-            totals: Vec::new(),
-            sep,
-            max_state_tokens,
-        };
-        let mut all: Vec<[Option<String>; 3]> = (0..n)
+        let chunks: Vec<Chunk> = (0..n.div_ceil(CHUNK))
             .into_par_iter()
-            .with_min_len(64)
-            .map(|i| view.entries(i))
+            .map(|c| Chunk::render(view, c * CHUNK..n.min((c + 1) * CHUNK)))
             .collect();
+        let mut pool: Vec<Piece> = Vec::new();
+        let mut counts: Vec<u32> = Vec::new();
+        let mut idx_all: Vec<Vec<u32>> = Vec::new();
+        let mut totals = Vec::new();
         for k in 0..Stage::ALL.len() {
-            let first_new = r.pool.len();
-            let prev = r.idx.last();
+            let first_new = pool.len();
             let mut idx = Vec::with_capacity(n);
-            for (i, entries) in all.iter_mut().enumerate() {
-                let Some(e) = entries[k].take() else {
-                    idx.push(ABSENT);
-                    continue;
-                };
-                let same = prev
-                    .map(|p| p[i])
-                    .filter(|&j| j != ABSENT && r.pool[j as usize] == e);
-                match same {
-                    Some(j) => idx.push(j),
-                    None => {
-                        idx.push(u32::try_from(r.pool.len()).unwrap_or(ABSENT));
-                        r.pool.push(e);
+            for (ci, chunk) in chunks.iter().enumerate() {
+                for (j, row) in chunk.slots.iter().enumerate() {
+                    match row[k] {
+                        Slot::Absent => idx.push(ABSENT),
+                        // Stage k − 1 shows the message, so it has an index.
+                        Slot::Same => idx.push(idx_all[k - 1][ci * CHUNK + j]),
+                        Slot::At(start, end) => {
+                            idx.push(u32::try_from(pool.len()).unwrap_or(ABSENT));
+                            pool.push(Piece {
+                                chunk: u32::try_from(ci).unwrap_or(u32::MAX),
+                                stage: k as u8,
+                                start,
+                                end,
+                            });
+                        }
                     }
                 }
             }
-            let fresh: Vec<&str> = r.pool[first_new..].iter().map(String::as_str).collect();
-            r.counts.extend(
+            let fresh: Vec<&str> = pool[first_new..]
+                .iter()
+                .map(|p| piece_text(&chunks, p))
+                .collect();
+            counts.extend(
                 counter
                     .count_many(&fresh)
                     .into_iter()
@@ -108,16 +171,24 @@ impl Rendered {
                 + idx
                     .iter()
                     .filter(|&&k| k != ABSENT)
-                    .map(|&k| r.counts[k as usize] as usize)
+                    .map(|&k| counts[k as usize] as usize)
                     .sum::<usize>()
                 + sep * present.saturating_sub(1);
-            r.idx.push(idx);
-            r.totals.push(tokens);
+            idx_all.push(idx);
+            totals.push(tokens);
             if tokens <= max_state_tokens {
                 break;
             }
         }
-        r
+        Rendered {
+            chunks,
+            pool,
+            counts,
+            idx: idx_all,
+            totals,
+            sep,
+            max_state_tokens,
+        }
     }
 
     /// The stage at which the whole conversation fits, if any.
@@ -145,7 +216,7 @@ impl Rendered {
                 json.push_str(View::SEP);
             }
             first = false;
-            json.push_str(&self.pool[e as usize]);
+            json.push_str(piece_text(&self.chunks, &self.pool[e as usize]));
         }
         json.push_str(View::TAIL);
         Fitted {
@@ -158,7 +229,7 @@ impl Rendered {
     /// Message `mi`'s entry at `stage` (every stage has been tried when nothing fits).
     pub fn entry(&self, stage: Stage, mi: usize) -> Option<&str> {
         let k = self.idx[stage_index(stage)][mi];
-        (k != ABSENT).then(|| self.pool[k as usize].as_str())
+        (k != ABSENT).then(|| piece_text(&self.chunks, &self.pool[k as usize]))
     }
 
     /// Tokens of message `mi`'s entry at `stage`; 0 when it shows nothing.
@@ -170,6 +241,10 @@ impl Rendered {
             self.counts[k as usize] as usize
         }
     }
+}
+
+fn piece_text<'c>(chunks: &'c [Chunk], p: &Piece) -> &'c str {
+    &chunks[p.chunk as usize].text[usize::from(p.stage)][p.start..p.end]
 }
 
 fn stage_index(stage: Stage) -> usize {

@@ -52,6 +52,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -212,7 +213,7 @@ impl LayaTransport {
 }
 
 impl Transport for LayaTransport {
-    fn post(&self, body: String) -> impl Future<Output = Result<Reply, SendError>> + Send {
+    fn post(&self, body: Bytes) -> impl Future<Output = Result<Reply, SendError>> + Send {
         let mut req = self
             .http
             .post(self.url.clone())
@@ -671,7 +672,7 @@ fn stops_the_run(f: &Failure) -> bool {
 /// that [`stops_the_run`]. Returns each index's fate and the stopping cause.
 async fn run_all<T: Transport>(
     t: Arc<T>,
-    bodies: Vec<(usize, String)>,
+    bodies: Vec<(usize, Bytes)>,
     policy: Policy,
     redact: Redactor,
     workers: usize,
@@ -849,7 +850,7 @@ pub fn assess(
         }
         cut += usize::from(state.cut);
         a.state_tokens = a.state_tokens.max(state.tokens);
-        bodies.push((i, body));
+        bodies.push((i, Bytes::from(body)));
     }
     if cut > 0 {
         a.warnings.push(format!(
@@ -938,7 +939,7 @@ pub fn assess(
                 truncated += 1;
                 return None;
             }
-            super::check_noul(JUDGE, response.answers.get(&key), &key, &mut a.warnings)
+            super::check_noul(JUDGE, response.answer(&key), &key, &mut a.warnings)
         };
         let kc = judge(keep_call_key(id));
         let kr = judge(keep_result_key(id));

@@ -33,14 +33,12 @@ pub mod client;
 pub mod fit;
 pub mod laya;
 pub mod outline;
+pub mod response;
 pub mod state;
 pub mod window;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use rayon::prelude::*;
-use serde_json::Value;
 
 use crate::commands::compact::Assessment;
 use crate::decide::{judge_action, Action, Decision};
@@ -49,6 +47,7 @@ use crate::pin::Pins;
 use crate::settings::{CompactSettings, JevUnavailable};
 use crate::tokens::Counter;
 use crate::transcript::{Pair, Transcript};
+use response::{parse_response, Answer};
 
 const JUDGE: &str = "jev";
 
@@ -101,14 +100,6 @@ pub fn assess(
 
     // The questions, costed.
     let counter = Counter::o200k();
-    let questions: Vec<String> = pins
-        .candidates
-        .par_iter()
-        .map(|p| {
-            let c = t.call(p.call);
-            batch::question_members(&c.id, &c.tool)
-        })
-        .collect();
     let calls: Vec<(&str, &str)> = pins
         .candidates
         .iter()
@@ -125,7 +116,7 @@ pub fn assess(
     // Costing the questions and rendering and counting the state on one thread lets both
     // share that thread's token caches: less CPU, and the wall time this adds (about a tenth
     // of a second at 50 000 messages) is small beside the requests that follow.
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
+    let one = single_thread_pool(Pool::Judge);
     let work = || {
         let costs = batch::question_costs(&calls, counter);
         let prepared = fit::prepare(s, t, pairs, pins, &ids, &costs, counter);
@@ -149,7 +140,11 @@ pub fn assess(
     let job = Arc::new(client::Job {
         model: s.jev.model.clone(),
         states: prepared.states,
-        questions,
+        calls: calls
+            .iter()
+            .map(|&(id, tool)| (Box::from(id), Box::from(tool)))
+            .collect(),
+        state_tokens: prepared.state_tokens.clone(),
         policy: client::Policy::from_config(&s.jev),
         redact: redact.clone(),
     });
@@ -178,6 +173,7 @@ pub fn assess(
     a.warnings.extend(prepared.warning);
     let mut answers: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); pins.candidates.len()];
     let mut latency = Duration::ZERO;
+    let (mut kc_key, mut kr_key) = (String::new(), String::new());
     for (b, &state) in results.iter().zip(&state_of_batch) {
         latency += b.latency;
         a.requests += b.parts.len();
@@ -212,7 +208,7 @@ pub fn assess(
             };
             a.calls += 1;
             a.jev_model_resolved =
-                Some(redact.clean(&response.model.unwrap_or_else(|| s.jev.model.clone())));
+                Some(redact.clean(response.model.as_deref().unwrap_or(&s.jev.model)));
             a.input_tokens_sent += response.input_tokens.unwrap_or_else(|| {
                 prepared.state_tokens[state]
                     + batch::ENVELOPE_TOKENS
@@ -220,11 +216,16 @@ pub fn assess(
             });
             for &i in &part.calls {
                 let id = ids[i];
-                let kc_key = batch::keep_call_key(id);
-                let kr_key = batch::keep_result_key(id);
-                let kc = check(response.answers.get(&kc_key), &kc_key, &mut a.warnings);
-                let kr = check(response.answers.get(&kr_key), &kr_key, &mut a.warnings);
-                answers[i] = (kc, kr);
+                let mut ask = |key: &mut String, prefix: &str| {
+                    key.clear();
+                    key.push_str(prefix);
+                    key.push_str(id);
+                    check(response.answer(key), key, &mut a.warnings)
+                };
+                answers[i] = (
+                    ask(&mut kc_key, "keep_call_"),
+                    ask(&mut kr_key, "keep_result_"),
+                );
             }
         }
     }
@@ -232,6 +233,35 @@ pub fn assess(
 
     decide(&mut a, t, pins, &answers, s, JUDGE);
     Ok(a)
+}
+
+/// The long-lived one-thread pools the judge path counts tokens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// Costing the questions, rendering and counting the state.
+    Judge,
+    /// The report's token counts, made while the judge works.
+    Report,
+}
+
+/// A one-thread pool that lives as long as the process: its thread's token caches are kept
+/// from one pass to the next (as the global pool's are) and are never torn down at the end
+/// of a pass, which at 50 000 messages costs about 50 ms of freeing. `None` when no thread
+/// could be started (the caller then counts where it is).
+pub fn single_thread_pool(which: Pool) -> Option<&'static rayon::ThreadPool> {
+    static POOLS: [OnceLock<Option<rayon::ThreadPool>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, name) = match which {
+        Pool::Judge => (&POOLS[0], "lcc-judge"),
+        Pool::Report => (&POOLS[1], "lcc-report-count"),
+    };
+    slot.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(move |_| name.to_string())
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Turn a judge's answers (keep_call, keep_result per candidate, `None` where none came)
@@ -307,74 +337,28 @@ pub(super) fn progress_bar(n: usize, quiet: bool) -> indicatif::ProgressBar {
     pb
 }
 
-#[derive(Debug)]
-pub(super) struct Response {
-    pub(super) model: Option<String>,
-    pub(super) answers: serde_json::Map<String, Value>,
-    pub(super) input_tokens: Option<usize>,
-}
-
-pub(super) fn parse_response(body: &[u8]) -> Result<Response, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            "the response body is empty".to_string()
-        } else {
-            format!("the response is not JSON ({e})")
-        }
-    })?;
-    let Value::Object(mut obj) = v else {
-        return Err("the response is not a JSON object".into());
-    };
-    let answers = match obj.remove("answers") {
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err("its 'answers' member is not an object".into()),
-        None => return Err("it has no 'answers' member".into()),
-    };
-    let model = ["model", "resolved_model"]
-        .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_str))
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let input_tokens = obj
-        .get("usage")
-        .and_then(|u| u.get("input_tokens"))
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok());
-    Ok(Response {
-        model,
-        answers,
-        input_tokens,
-    })
-}
-
 /// A valid `noul` probability, or `None` with a warning.
-fn check(answer: Option<&Value>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
+fn check(answer: Option<Answer>, qid: &str, warnings: &mut Vec<String>) -> Option<f64> {
     check_noul(JUDGE, answer, qid, warnings)
 }
 
 /// [`check`] for any judge: its warnings start with `{judge}_`.
 pub(super) fn check_noul(
     judge: &str,
-    answer: Option<&Value>,
+    answer: Option<Answer>,
     qid: &str,
     warnings: &mut Vec<String>,
 ) -> Option<f64> {
-    let p = answer
-        .and_then(Value::as_object)
-        .filter(|o| o.get("type").is_none_or(|t| t == "noul"))
-        .and_then(|o| o.get("noul"))
-        .filter(|v| v.is_number())
-        .and_then(Value::as_f64);
-    match p {
-        None => {
+    match answer {
+        None | Some(Answer::Unusable) => {
             warnings.push(format!("{judge}_missing_answer:{qid}"));
             None
         }
-        Some(p) if !(0.0..=1.0).contains(&p) => {
+        Some(Answer::Noul(p)) if !(0.0..=1.0).contains(&p) => {
             warnings.push(format!("{judge}_out_of_range_answer:{qid}"));
             None
         }
-        Some(p) => Some(p),
+        Some(Answer::Noul(p)) => Some(p),
     }
 }
 
@@ -399,7 +383,7 @@ mod tests {
             (json!(0.9), None),
         ];
         for (v, want) in cases {
-            assert_eq!(check(Some(&v), "q", &mut w), want, "{v}");
+            assert_eq!(check(Some(Answer::of(&v)), "q", &mut w), want, "{v}");
         }
         assert_eq!(check(None, "keep_call_x", &mut w), None);
         assert_eq!(

@@ -16,11 +16,11 @@
 //! widest count this session can have, a target's member with every tool that touches it
 //! (see [`Index::summary`]). So a window's cost never needs a count of its own.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use serde_json::Value;
 
+use crate::fasthash::FastMap;
 use crate::json::quote;
 use crate::tokens::Counter;
 use crate::transcript::{Call, Transcript};
@@ -70,10 +70,10 @@ pub struct Index {
 
 impl Index {
     pub fn new(t: &Transcript, counter: Counter) -> Index {
-        let mut tool_id: HashMap<&str, u32> = HashMap::new();
+        let mut tool_id: FastMap<&str, u32> = FastMap::default();
         let mut tools: Vec<String> = Vec::new();
         let mut tool_calls: Vec<Vec<u32>> = Vec::new();
-        let mut target_id: HashMap<String, u32> = HashMap::new();
+        let mut target_id: FastMap<String, u32> = FastMap::default();
         let mut targets: Vec<String> = Vec::new();
         let mut touches: Vec<Vec<(u32, u32)>> = Vec::new();
         let mut call_targets = Vec::with_capacity(t.messages.len());

@@ -53,6 +53,15 @@ pub const TEXT_HEAD: usize = 400;
 /// …and this many trailing ones.
 pub const TEXT_TAIL: usize = 200;
 
+/// Buffers [`View::write_entries`] reuses from one message to the next.
+#[derive(Default)]
+pub struct Scratch {
+    text: String,
+    short: String,
+    head: String,
+    notes: String,
+}
+
 /// The transcript as the renderer needs it: which messages are pinned, which calls are
 /// candidates, and the length of each call's paired result.
 pub struct View<'a> {
@@ -137,63 +146,97 @@ impl<'a> View<'a> {
     /// Message `mi` at every stage (in [`Stage::ALL`] order), each piece (quoted text, input
     /// JSON, call line, result note) rendered once and written straight into the three.
     pub fn entries(&self, mi: usize) -> [Option<String>; 3] {
+        let mut out: [String; 3] = Default::default();
+        let [a, b, c] = &mut out;
+        let shown = self.write_entries(mi, [a, b, c], &mut Scratch::default());
+        let mut k = 0;
+        out.map(|e| {
+            k += 1;
+            shown[k - 1].then_some(e)
+        })
+    }
+
+    /// [`View::entries`], each stage's entry appended to `out[k]`; returns which stages show
+    /// the message (nothing is appended for the others). `scratch` only saves allocations.
+    pub fn write_entries(
+        &self,
+        mi: usize,
+        out: [&mut String; 3],
+        scratch: &mut Scratch,
+    ) -> [bool; 3] {
         let m = &self.t.messages[mi];
         let pinned = self.pinned[mi];
-        let text_full = (!py_blank(&m.text)).then(|| quote(&m.text, false));
+        let Scratch {
+            text: text_full,
+            short: abridged,
+            head,
+            notes,
+        } = scratch;
+        let has_text = !py_blank(&m.text);
+        if has_text {
+            text_full.clear();
+            quote_into(text_full, &m.text, false);
+        }
         // inputs-200 abridges unpinned texts over 400 characters and calls-one-line every
         // unpinned text, but abridging leaves texts of at most 600 characters as they are:
         // both stages show the same text.
-        let abridged = (!pinned && m.text.chars().count() > TEXT_HEAD + TEXT_TAIL)
-            .then(|| abridge(&m.text))
-            .map(|a| (!py_blank(&a)).then(|| quote(&a, false)));
-        let text_short = match &abridged {
-            Some(a) => a.as_ref(),
-            None => text_full.as_ref(),
+        let text_short: Option<&str> = if !pinned && m.text.chars().count() > TEXT_HEAD + TEXT_TAIL
+        {
+            let a = abridge(&m.text);
+            (!py_blank(&a)).then(|| {
+                abridged.clear();
+                quote_into(abridged, &a, false);
+                abridged.as_str()
+            })
+        } else {
+            has_text.then_some(text_full.as_str())
         };
+        let text_full = has_text.then_some(text_full.as_str());
         let collapsed = !self.has_candidate[mi]
             && !pinned
-            && text_full.is_none()
+            && !has_text
             && (!m.calls.is_empty() || !m.results.is_empty());
-        let role = quote(&m.role, false);
-        let open = |text: Option<&String>| -> Option<String> {
+        let [f, c, o] = out;
+        let open = |e: &mut String, text: Option<&str>| -> bool {
             if text.is_none() && m.calls.is_empty() && m.results.is_empty() {
-                return None;
+                return false;
             }
-            let mut out = String::with_capacity(256);
-            out.push_str("{\"role\": ");
-            out.push_str(&role);
+            e.push_str("{\"role\": ");
+            quote_into(e, &m.role, false);
             if let Some(t) = text {
-                out.push_str(", \"text\": ");
-                out.push_str(t);
+                e.push_str(", \"text\": ");
+                e.push_str(t);
             }
-            Some(out)
+            true
         };
-        let mut full = open(text_full.as_ref());
-        let mut cut = open(text_short);
-        let mut one_line = if collapsed {
-            let mut out = format!("{{\"role\": {role}, \"tool_calls\": [");
-            for (bi, c) in m.calls.iter().enumerate() {
+        let shown = [
+            open(f, text_full),
+            open(c, text_short),
+            collapsed || open(o, text_short),
+        ];
+        if collapsed {
+            o.push_str("{\"role\": ");
+            quote_into(o, &m.role, false);
+            o.push_str(", \"tool_calls\": [");
+            for (bi, call) in m.calls.iter().enumerate() {
                 if bi > 0 {
-                    out.push_str(", ");
+                    o.push_str(", ");
                 }
-                out.push_str(&quote(&self.line(mi, bi, c), false));
+                quote_into(o, &self.line(mi, bi, call), false);
             }
-            out.push_str("]}");
-            Some(out)
-        } else {
-            open(text_short)
-        };
-        if m.calls.is_empty() && m.results.is_empty() {
-            // Text only (or nothing): close whatever opened.
-            for e in [&mut full, &mut cut, &mut one_line].into_iter().flatten() {
-                e.push('}');
-            }
-            return [full, cut, one_line];
+            o.push_str("]}");
         }
-        let (Some(f), Some(c)) = (full.as_mut(), cut.as_mut()) else {
-            unreachable!("a message with calls or results always shows");
-        };
-        let mut o = if collapsed { None } else { one_line.as_mut() };
+        if m.calls.is_empty() && m.results.is_empty() {
+            // Text only: close whatever opened.
+            for (e, shows) in [f, c, o].into_iter().zip(shown) {
+                if shows {
+                    e.push('}');
+                }
+            }
+            return shown;
+        }
+        // A message with calls or results shows at every stage.
+        let mut o = (!collapsed).then_some(o);
         if !m.calls.is_empty() {
             for e in [&mut *f, &mut *c] {
                 e.push_str(", \"tool_calls\": [");
@@ -201,7 +244,6 @@ impl<'a> View<'a> {
             if let Some(o) = o.as_mut() {
                 o.push_str(", \"tool_calls\": [");
             }
-            let mut head = String::with_capacity(64);
             for (bi, call) in m.calls.iter().enumerate() {
                 if bi > 0 {
                     f.push_str(", ");
@@ -212,9 +254,9 @@ impl<'a> View<'a> {
                 }
                 head.clear();
                 head.push_str("{\"id\": ");
-                quote_into(&mut head, &call.id, false);
+                quote_into(head, &call.id, false);
                 head.push_str(", \"tool\": ");
-                quote_into(&mut head, &call.tool, false);
+                quote_into(head, &call.tool, false);
                 head.push_str(", \"input\": ");
                 let input = py_dumps(&call.input, false);
                 let short = input
@@ -223,7 +265,7 @@ impl<'a> View<'a> {
                     .map(|(at, _)| quote(&format!("{}\u{2026}", &input[..at]), false));
                 let short = short.as_deref().unwrap_or(&input);
                 for (e, x) in [(&mut *f, input.as_str()), (&mut *c, short)] {
-                    e.push_str(&head);
+                    e.push_str(head);
                     e.push_str(x);
                     e.push('}');
                 }
@@ -237,7 +279,7 @@ impl<'a> View<'a> {
                         quote_into(o, &self.line(mi, bi, call), false);
                         o.push('}');
                     } else {
-                        o.push_str(&head);
+                        o.push_str(head);
                         o.push_str(short);
                         o.push('}');
                     }
@@ -250,25 +292,25 @@ impl<'a> View<'a> {
             }
         }
         if !m.results.is_empty() {
-            let mut notes = String::with_capacity(24 + 64 * m.results.len());
+            notes.clear();
             notes.push_str(", \"tool_results\": [");
             for (i, r) in m.results.iter().enumerate() {
                 if i > 0 {
                     notes.push_str(", ");
                 }
                 notes.push_str("{\"id\": ");
-                quote_into(&mut notes, &r.id, false);
+                quote_into(notes, &r.id, false);
                 notes.push_str(", \"note\": \"");
                 // A note is ASCII letters, digits, commas, spaces and parentheses: its JSON
                 // string is itself in quotes.
-                push_note(&mut notes, self.result_lens[mi][i], r.is_error);
+                push_note(notes, self.result_lens[mi][i], r.is_error);
                 notes.push_str("\"}");
             }
             notes.push(']');
-            f.push_str(&notes);
-            c.push_str(&notes);
+            f.push_str(notes);
+            c.push_str(notes);
             if let Some(o) = o.as_mut() {
-                o.push_str(&notes);
+                o.push_str(notes);
             }
         }
         f.push('}');
@@ -276,7 +318,7 @@ impl<'a> View<'a> {
         if let Some(o) = o {
             o.push('}');
         }
-        [full, cut, one_line]
+        [true; 3]
     }
 
     /// `"{id} {tool} {k1=v1, k2=v2} -> ok {n}ch"` (or `-> pending`), ends stripped.
@@ -543,14 +585,20 @@ mod tests {
         for recent in [0, 3, 30] {
             let pins = crate::pin::select(&t, &pairs, recent);
             let view = View::new(&t, &pins, &pairs);
+            // Also written one after the other into shared buffers, with one scratch.
+            let mut shared: [String; 3] = Default::default();
+            let mut scratch = Scratch::default();
             for mi in 0..t.messages.len() {
                 let all = view.entries(mi);
+                let starts = shared.each_ref().map(String::len);
+                let [a, b, c] = &mut shared;
+                let shown = view.write_entries(mi, [a, b, c], &mut scratch);
                 for (k, stage) in Stage::ALL.into_iter().enumerate() {
-                    assert_eq!(
-                        all[k],
-                        view.reference_entry(mi, stage),
-                        "message {mi} at {stage:?}"
-                    );
+                    let want = view.reference_entry(mi, stage);
+                    assert_eq!(all[k], want, "message {mi} at {stage:?}");
+                    let written = &shared[k][starts[k]..];
+                    assert_eq!(shown[k].then_some(written), want.as_deref());
+                    assert!(shown[k] || written.is_empty());
                 }
             }
         }

@@ -306,14 +306,14 @@ pub fn plan(
         while e < candidates.len() && e - s < budget.batch_size.max(1) {
             let next = &candidates[e];
             let grown = shown.start..shown.end.max(next.call.max(next.result) + 1);
-            let mut more = targets.clone();
-            let cost = target_cost + add_targets(index, next, &mut more);
+            let had = targets.len();
+            let cost = target_cost + add_targets(index, next, &mut targets);
             let q = questions + next.question_tokens;
             if !fits(at(grow, &grown, cost), q, reserve) {
+                targets.truncate(had);
                 break;
             }
             shown = grown;
-            targets = more;
             target_cost = cost;
             questions = q;
             e += 1;
