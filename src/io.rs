@@ -178,18 +178,10 @@ pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String
             fresh
         })
         .collect();
-    // One listing instead of a lookup per file: in a new or sparse stash most names are
-    // absent, and only a name already there needs its bytes compared.
-    let present: std::collections::HashSet<std::ffi::OsString> = fs::read_dir(dir)
-        .map(|it| it.filter_map(|e| e.ok().map(|e| e.file_name())).collect())
-        .unwrap_or_default();
-    let tmp_suffix = format!("-{}", std::process::id());
     // Plain threads rather than the rayon pool: the pool may be busy counting tokens, and
     // these threads mostly wait on the file system.
     let written = in_parallel(&unique, |&i| {
-        let (name, bytes) = entries[i];
-        let there = present.contains(std::ffi::OsStr::new(name));
-        stash_put_one(dir, name, bytes, there, &tmp_suffix)
+        stash_put_one(dir, entries[i].0, entries[i].1)
             .err()
             .map(|e| e.to_string())
     });
@@ -239,23 +231,15 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Store one output under `name`; `there` says the directory listing showed that name.
-fn stash_put_one(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    there: bool,
-    tmp_suffix: &str,
-) -> Result<(), Error> {
+fn stash_put_one(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
     let target = dir.join(name);
     // The name is the hash of `bytes`: a file holding exactly them is already right.
-    if there
-        && fs::metadata(&target).is_ok_and(|m| m.len() == bytes.len() as u64)
+    if fs::metadata(&target).is_ok_and(|m| m.len() == bytes.len() as u64)
         && fs::read(&target).is_ok_and(|existing| existing == bytes)
     {
         return Ok(());
     }
-    let tmp = dir.join(format!(".tmp-{name}{tmp_suffix}"));
+    let tmp = dir.join(format!(".tmp-{name}-{}", std::process::id()));
     let result = (|| {
         let mut opts = fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
