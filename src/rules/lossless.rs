@@ -21,7 +21,7 @@ use crate::transcript::{BlockRef, Pair, Transcript};
 
 use crate::fasthash::{hash_bytes, FastMap, FastSet};
 
-const HEADER_NAMES: [&str; 5] = [
+pub(crate) const HEADER_NAMES: [&str; 5] = [
     "Chunk ID",
     "Wall time",
     "Process exited with code",
@@ -34,26 +34,15 @@ pub(crate) fn is_header_line(line: &str) -> bool {
     HEADER_NAMES.iter().any(|name| {
         line.strip_prefix(name).is_some_and(|rest| {
             // `\b` after the name: the next char must not be a word character.
-            rest.chars()
-                .next()
-                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            rest.chars().next().is_none_or(|c| !super::text::is_word(c))
         })
     })
 }
 
-/// The framed comparable form: `"\n" + lines + "\n"`, with Codex volatile header lines
-/// dropped when a header block is followed by a line that is exactly `Output:`.
-pub fn comparable(text: &str) -> String {
-    let body = comparable_body(text);
-    let mut out = String::with_capacity(body.len() + 2);
-    out.push('\n');
-    out.push_str(&body);
-    out.push('\n');
-    out
-}
-
-/// [`comparable`] without its framing newlines (framing is injective, so two texts are
-/// comparable-equal exactly when their bodies are), borrowed unless header lines are dropped.
+/// The comparable form of a result: its lines with Codex volatile header lines dropped when a
+/// header block is followed by a line that is exactly `Output:`; borrowed unless lines are
+/// dropped. (Python frames it as `"\n" + lines + "\n"`; framing is injective, so two texts are
+/// comparable-equal exactly when their bodies are.)
 fn comparable_body(text: &str) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
     // Only a text that starts with a header line can lose lines.
@@ -488,10 +477,13 @@ mod tests {
         let a = "Chunk ID: 1\nWall time: 0.1s\nProcess exited with code 0\nOutput:\nok";
         let b = "Chunk ID: 2\nWall time: 0.3s\nProcess exited with code 0\nOutput:\nok";
         let c = "Chunk ID: 2\nWall time: 0.3s\nProcess exited with code 1\nOutput:\nok";
-        assert_eq!(comparable(a), comparable(b));
-        assert_ne!(comparable(a), comparable(c));
+        assert_eq!(comparable_body(a), comparable_body(b));
+        assert_ne!(comparable_body(a), comparable_body(c));
         // Without an `Output:` line the header is compared as written.
-        assert_ne!(comparable("Chunk ID: 1\nok"), comparable("Chunk ID: 2\nok"));
+        assert_ne!(
+            comparable_body("Chunk ID: 1\nok"),
+            comparable_body("Chunk ID: 2\nok")
+        );
         assert!(!is_header_line("Chunk IDs: 1"));
     }
 

@@ -127,13 +127,7 @@ fn supersede_key(c: &CallView<'_>, input: &str) -> Key {
 
 /// An output with its per-run Codex metadata lines removed (anywhere), then stripped.
 fn without_run_metadata(text: &str) -> std::borrow::Cow<'_, str> {
-    const NAMES: [&str; 5] = [
-        "Chunk ID",
-        "Wall time",
-        "Original token count",
-        "Process running with session ID",
-        "Process exited with code",
-    ];
+    use super::lossless::{is_header_line, HEADER_NAMES};
     // Most outputs have no line starting with a name: nothing to drop, nothing to copy.
     let at_line_start = |n: &str| {
         text.starts_with(n)
@@ -141,16 +135,12 @@ fn without_run_metadata(text: &str) -> std::borrow::Cow<'_, str> {
                 .match_indices(n)
                 .any(|(i, _)| text.as_bytes()[i - 1] == b'\n')
     };
-    if !NAMES.iter().any(|n| at_line_start(n)) {
+    if !HEADER_NAMES.iter().any(|n| at_line_start(n)) {
         return std::borrow::Cow::Borrowed(py_strip(text));
     }
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
-        let meta = NAMES.iter().any(|n| {
-            line.strip_prefix(n)
-                .is_some_and(|rest| rest.chars().next().is_none_or(|c| !super::text::is_word(c)))
-        });
-        if !meta {
+        if !is_header_line(line) {
             out.push_str(line);
         }
     }

@@ -176,7 +176,7 @@ pub fn finish_notes(
         };
         let text = &t.result(r).text;
         let note = note(text, tokens(r), hash);
-        if note.chars().count() >= text.chars().count() {
+        if !shorter(&note, text) {
             d.action = Action::Keep;
             d.reason = "short_result_kept_whole".into();
             return false;
@@ -194,7 +194,12 @@ pub fn finish_notes(
 /// a larger count never gives a shorter note, so the note at that bound is the longest one.
 /// Such entries can be written to the stash before the counts are known.
 pub fn stashed_whatever_the_count(text: &str, digest: &str) -> bool {
-    text.len() >= 2 && note(text, text.len(), digest).chars().count() < text.chars().count()
+    shorter(&note(text, text.len(), digest), text)
+}
+
+/// A note replaces a text only when it is shorter, in characters.
+fn shorter(note: &str, text: &str) -> bool {
+    note.chars().count() < text.chars().count()
 }
 
 /// The verifier's hook: a changed result is accepted when it is its own stash note.
