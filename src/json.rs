@@ -100,13 +100,32 @@ pub fn parse_shallow(
     to: usize,
     build_depth: usize,
 ) -> Result<Node, SyntaxError> {
+    parse_span(src, from, to, build_depth, false)
+}
+
+/// Build a node that an earlier parse returned as [`Kind::Deferred`] (so its span is known
+/// to be valid JSON), as [`parse_shallow`] would, skipping the checks that parse already made.
+pub fn build_deferred(src: &str, node: &Node, build_depth: usize) -> Result<Node, SyntaxError> {
+    let trusted = matches!(node.kind, Kind::Deferred { .. });
+    parse_span(src, node.start, node.end, build_depth, trusted)
+}
+
+/// The one value in `src[from..to]`; `trusted` skips the checks a validating parse of the
+/// same span has already made.
+fn parse_span(
+    src: &str,
+    from: usize,
+    to: usize,
+    build_depth: usize,
+    trusted: bool,
+) -> Result<Node, SyntaxError> {
     let mut p = Parser {
         s: &src[..to],
         b: &src.as_bytes()[..to],
         pos: from,
         depth: 0,
         build_depth,
-        trusted: false,
+        trusted,
     };
     p.ws();
     let node = p.value()?;
@@ -115,26 +134,6 @@ pub fn parse_shallow(
         return Err(p.err("unexpected data after the JSON value"));
     }
     Ok(node)
-}
-
-/// Build a node that an earlier parse returned as [`Kind::Deferred`] (so its span is known
-/// to be valid JSON), as [`parse_shallow`] would, skipping the checks that parse already made.
-pub fn build_deferred(src: &str, node: &Node, build_depth: usize) -> Result<Node, SyntaxError> {
-    let mut p = Parser {
-        s: &src[..node.end],
-        b: &src.as_bytes()[..node.end],
-        pos: node.start,
-        depth: 0,
-        build_depth,
-        trusted: matches!(node.kind, Kind::Deferred { .. }),
-    };
-    p.ws();
-    let built = p.value()?;
-    p.ws();
-    if p.pos < node.end {
-        return Err(p.err("unexpected data after the JSON value"));
-    }
-    Ok(built)
 }
 
 /// Parse the one JSON value that starts at `from` (after optional whitespace), whatever

@@ -194,25 +194,16 @@ impl Evidence {
     }
 }
 
-/// Build a node that a shallow parse deferred, to `depth` levels.
-fn expand(src: &str, n: &Node, depth: usize) -> Result<Node, ParseError> {
-    if matches!(n.kind, Kind::Deferred { .. }) {
-        json::build_deferred(src, n, depth).map_err(|e| ParseError::syntax(src, &e))
-    } else {
-        Ok(n.clone())
-    }
-}
-
 /// The format of a single JSON document. The root may come from a shallow parse: deferred
 /// lists are expanded here, one message at a time.
 pub fn document_format(src: &str, root: &Node) -> Result<Format, ParseError> {
-    let root = &expand(src, root, 1)?;
+    let root = &*super::expand(src, root, 1)?;
     let list_holder;
     let root = if let Kind::Object(members) = &root.kind {
         let mut expanded = members.clone();
         for m in &mut expanded {
             if matches!(m.key.as_str(), "messages" | "history" | "input" | "items") {
-                m.value = expand(src, &m.value, 1)?;
+                m.value = super::expand(src, &m.value, 1)?.into_owned();
             }
         }
         list_holder = Node {
@@ -265,7 +256,7 @@ pub fn document_format(src: &str, root: &Node) -> Result<Format, ParseError> {
     };
     for m in items {
         if matches!(m.kind, Kind::Deferred { .. }) {
-            ev.message(src, &expand(src, m, usize::MAX)?);
+            ev.message(src, &*super::expand(src, m, usize::MAX)?);
         } else {
             ev.message(src, m);
         }

@@ -45,19 +45,14 @@ pub fn parse(src: &str) -> Result<Transcript, ParseError> {
     from_node(src, &root)
 }
 
-/// Build a node that [`json::parse_shallow`] deferred.
-fn built(src: &str, n: &Node, depth: usize) -> Result<Node, ParseError> {
-    json::build_deferred(src, n, depth).map_err(|e| ParseError::syntax(src, &e))
-}
-
 pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
     let mut layout = Layout::default();
     let (msgs_node, prefix) = match &root.kind {
         Kind::Array(_) => (root.clone(), String::new()),
-        Kind::Deferred { .. } => return from_node(src, &built(src, root, 1)?),
+        Kind::Deferred { .. } => return from_node(src, &*super::expand(src, root, 1)?),
         Kind::Object(_) => match root.get("messages") {
             Some(n) if matches!(n.kind, Kind::Deferred { array: true }) => {
-                (built(src, n, 1)?, "messages".to_string())
+                (super::expand(src, n, 1)?.into_owned(), "messages".to_string())
             }
             Some(n) if n.items().is_some() => (n.clone(), "messages".to_string()),
             Some(n) => {
@@ -86,15 +81,9 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
     let msgs_container = layout.add_node(&msgs_node, None);
     let items = msgs_node.items().unwrap_or_default();
     let messages = super::build_messages(&mut layout, items.len(), |i, fragment| {
-        let m = &items[i];
+        let m = super::expand(src, &items[i], usize::MAX)?;
+        let m = &*m;
         let path = format!("{prefix}[{i}]");
-        let full;
-        let m = if matches!(m.kind, Kind::Deferred { .. }) {
-            full = built(src, m, usize::MAX)?;
-            &full
-        } else {
-            m
-        };
         message(
             src,
             m,

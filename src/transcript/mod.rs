@@ -219,6 +219,21 @@ where
     Ok(messages)
 }
 
+/// A node a shallow parse deferred, built to `depth` levels; any other node as it is.
+pub(crate) fn expand<'n>(
+    src: &str,
+    n: &'n json::Node,
+    depth: usize,
+) -> Result<std::borrow::Cow<'n, json::Node>, ParseError> {
+    if matches!(n.kind, json::Kind::Deferred { .. }) {
+        json::build_deferred(src, n, depth)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| ParseError::syntax(src, &e))
+    } else {
+        Ok(std::borrow::Cow::Borrowed(n))
+    }
+}
+
 /// A call block's `input` as JSON (an empty object when the block has none).
 pub(crate) fn call_input(src: &str, block: &json::Node) -> Value {
     block.get("input").map_or_else(
