@@ -298,17 +298,15 @@ fn percent(r: f64) -> String {
 }
 
 fn ratio(before: u64, after: u64) -> f64 {
-    if before == 0 {
-        0.0
-    } else {
-        #[allow(clippy::cast_precision_loss)]
-        let r = 1.0 - after as f64 / before as f64;
-        r.max(0.0)
-    }
+    crate::report::ratio(big_usize(before), big_usize(after))
+}
+
+fn big_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 fn big(n: u64) -> String {
-    thousands(usize::try_from(n).unwrap_or(usize::MAX))
+    thousands(big_usize(n))
 }
 
 fn header(o: &mut String, r: &Fields, decisions: &[Dec]) {
@@ -401,11 +399,13 @@ fn header(o: &mut String, r: &Fields, decisions: &[Dec]) {
         ),
     );
     let tokens = match (r.uint("tokens_before"), r.uint("tokens_after")) {
-        (Some(b), Some(a)) => format!(
-            "{} of tokens ({} saved)",
-            percent(ratio(b, a)),
-            big(b.saturating_sub(a))
+        // The notes can outweigh what they replaced: say so rather than "0.0%".
+        (Some(b), Some(a)) if a > b => format!(
+            "none: tokens {} ({} added)",
+            crate::report::change(big_usize(b), big_usize(a)),
+            big(a - b)
         ),
+        (Some(b), Some(a)) => format!("{} of tokens ({} saved)", percent(ratio(b, a)), big(b - a)),
         _ => "? of tokens".to_string(),
     };
     let chars = match (r.uint("chars_before"), r.uint("chars_after")) {

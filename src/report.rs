@@ -239,6 +239,20 @@ pub fn account(
 }
 
 /// `max(0, 1 - after/before)`, 0 when there was nothing.
+/// How much smaller `after` is than `before`, or, when the notes outweigh what they replaced
+/// (short outputs with long ids, say), how much larger: never a clamped "0.0% smaller".
+pub fn change(before: usize, after: usize) -> String {
+    if after <= before {
+        format!("{:.1}% smaller", 100.0 * ratio(before, after))
+    } else if before == 0 {
+        "larger (from nothing)".to_string()
+    } else {
+        #[allow(clippy::cast_precision_loss)]
+        let grew = after as f64 / before as f64 - 1.0;
+        format!("{:.1}% larger", 100.0 * grew)
+    }
+}
+
 pub fn ratio(before: usize, after: usize) -> f64 {
     if before == 0 {
         0.0

@@ -67,7 +67,7 @@ pub fn render(r: &Report, s: &CompactSettings) -> String {
         "  tokens      {} -> {} ({}, {} {}){}",
         thousands(r.tokens_before),
         thousands(r.tokens_after),
-        change(r.tokens_before, r.tokens_after),
+        crate::report::change(r.tokens_before, r.tokens_after),
         r.token_count_method,
         r.tokenizer,
         if r.worth_it {
@@ -102,21 +102,6 @@ pub fn render(r: &Report, s: &CompactSettings) -> String {
     o
 }
 
-/// How much smaller the transcript got, or, when the notes outweigh what they replaced
-/// (short outputs with long ids, say), how much larger: never a clamped "0.0% smaller".
-fn change(before: usize, after: usize) -> String {
-    if after > before {
-        #[allow(clippy::cast_precision_loss)]
-        let grew = after as f64 / before as f64 - 1.0;
-        format!("{:.1}% larger", 100.0 * grew)
-    } else {
-        format!(
-            "{:.1}% smaller",
-            100.0 * crate::report::ratio(before, after)
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -129,9 +114,11 @@ mod tests {
 
     #[test]
     fn change_says_larger_when_it_grew() {
-        assert_eq!(super::change(1000, 750), "25.0% smaller");
-        assert_eq!(super::change(1000, 1000), "0.0% smaller");
-        assert_eq!(super::change(56548, 56596), "0.1% larger");
-        assert_eq!(super::change(0, 0), "0.0% smaller");
+        use crate::report::change;
+        assert_eq!(change(1000, 750), "25.0% smaller");
+        assert_eq!(change(1000, 1000), "0.0% smaller");
+        assert_eq!(change(56548, 56596), "0.1% larger");
+        assert_eq!(change(0, 0), "0.0% smaller");
+        assert_eq!(change(0, 5), "larger (from nothing)");
     }
 }

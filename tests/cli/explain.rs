@@ -401,3 +401,23 @@ fn explains_the_realistic_session() {
     );
     assert_eq!(text.matches("\n      kept at  toolu_").count(), 2);
 }
+
+#[test]
+fn a_report_whose_tokens_grew_says_larger() {
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fx("reports/all-kinds.json")).unwrap())
+            .unwrap();
+    report["tokens_after"] = serde_json::json!(5048);
+    let dir = tmp();
+    let path = at(dir.path(), "grew.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let text = explain(&[&path]).expect(0).out();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("Reduction"))
+        .unwrap_or_else(|| panic!("no Reduction row in {text}"));
+    assert_eq!(
+        row,
+        "Reduction   none: tokens 1.0% larger (48 added); 38.3% of chars (20 000 -> 12 345)"
+    );
+}
