@@ -791,6 +791,13 @@ pub fn quote(s: &str, ascii: bool) -> String {
 pub fn quote_into(out: &mut String, s: &str, ascii: bool) {
     out.reserve(s.len() + 2);
     out.push('"');
+    escape_into(out, s, ascii);
+    out.push('"');
+}
+
+/// `s` as it reads inside a JSON string (what [`quote`] writes between the quotes), appended
+/// to `out`.
+pub fn escape_into(out: &mut String, s: &str, ascii: bool) {
     if !ascii {
         // Only `"`, `\` and control characters change, all ASCII: copy the runs between them.
         let mut run = 0;
@@ -811,7 +818,6 @@ pub fn quote_into(out: &mut String, s: &str, ascii: bool) {
             }
         }
         out.push_str(&s[run..]);
-        out.push('"');
         return;
     }
     for c in s.chars() {
@@ -833,7 +839,6 @@ pub fn quote_into(out: &mut String, s: &str, ascii: bool) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 /// Serialise a value the way Python's `json.dumps` does: separators `", "` and `": "`,

@@ -17,8 +17,6 @@
 //! ([`Caps`]; with `--long-context` both limits are 262 144). A session judged in windows is
 //! packed by [`super::window`] instead: one batch per window.
 
-use rayon::prelude::*;
-
 use crate::fasthash::FastMap;
 use crate::json::quote;
 use crate::tokens::Counter;
@@ -84,12 +82,16 @@ pub fn o200k_cap(jev_tokens: usize) -> usize {
     jev_tokens * 4 / 5
 }
 
+/// The two questions' keys are these prefixes followed by the call id.
+pub const KEEP_CALL: &str = "keep_call_";
+pub const KEEP_RESULT: &str = "keep_result_";
+
 pub fn keep_call_key(id: &str) -> String {
-    format!("keep_call_{id}")
+    format!("{KEEP_CALL}{id}")
 }
 
 pub fn keep_result_key(id: &str) -> String {
-    format!("keep_result_{id}")
+    format!("{KEEP_RESULT}{id}")
 }
 
 /// The two questions of one call as JSON object members (no braces):
@@ -116,15 +118,12 @@ pub fn write_question_members(out: &mut String, id: &str, tool: &str) {
         assert_eq!(parts.len(), 7, "question template");
         parts
     });
-    // The id and the tool as they read inside a JSON string (no escaping needed for most).
-    fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            std::borrow::Cow::Borrowed(s)
-        } else {
-            let q = quote(s, false);
-            std::borrow::Cow::Owned(q[1..q.len() - 1].to_string())
-        }
-    }
+    // The id and the tool as they read inside a JSON string.
+    let escaped = |s: &str| {
+        let mut e = String::with_capacity(s.len());
+        crate::json::escape_into(&mut e, s, false);
+        e
+    };
     let (id, tool) = (escaped(id), escaped(tool));
     // The id and the tool go, in order: id, id, tool, id, id, tool.
     let vars = [&id, &id, &tool, &id, &id, &tool];
@@ -198,30 +197,26 @@ pub fn question_costs(calls: &[(&str, &str)], counter: Counter) -> Vec<usize> {
     fn object(id: &str, tool: &str) -> String {
         format!("{{{}}}", question_members(id, tool))
     }
-    // Per (lead, tool): the lead's object cost and `count(" LEAD")`.
+    // Per (lead, tool): the lead's object cost and `count(" LEAD")`. Serial: the judge runs
+    // this on its one counting thread, whose token caches it shares.
     let mut leads: FastMap<(&str, &str), (usize, usize)> = FastMap::default();
-    for &(id, tool) in calls {
-        if let Some(lead) = id_lead(id) {
-            leads.entry((lead, tool)).or_insert_with(|| {
+    let mut buf = String::new();
+    calls
+        .iter()
+        .map(|&(id, tool)| {
+            let Some(lead) = id_lead(id) else {
+                return counter.count(&object(id, tool)) + 1;
+            };
+            let &mut (lead_cost, lead_tokens) = leads.entry((lead, tool)).or_insert_with(|| {
                 (
                     counter.count(&object(lead, tool)) + 1,
                     counter.count(&format!(" {lead}")),
                 )
             });
-        }
-    }
-    calls
-        .par_iter()
-        .with_min_len(1024)
-        .map_init(String::new, |buf, &(id, tool)| {
-            let known = id_lead(id).and_then(|lead| leads.get(&(lead, tool)));
-            let Some(&(lead_cost, lead_tokens)) = known else {
-                return counter.count(&object(id, tool)) + 1;
-            };
             buf.clear();
             buf.push(' ');
             buf.push_str(id);
-            lead_cost + 4 * counter.count(buf) - 4 * lead_tokens
+            lead_cost + 4 * counter.count(&buf) - 4 * lead_tokens
         })
         .collect()
 }

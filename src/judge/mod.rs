@@ -173,7 +173,8 @@ pub fn assess(
     a.warnings.extend(prepared.warning);
     let mut answers: Vec<(Option<f64>, Option<f64>)> = vec![(None, None); pins.candidates.len()];
     let mut latency = Duration::ZERO;
-    let (mut kc_key, mut kr_key) = (String::new(), String::new());
+    // One buffer for the answer keys, reused.
+    let mut key = String::new();
     for (b, &state) in results.iter().zip(&state_of_batch) {
         latency += b.latency;
         a.requests += b.parts.len();
@@ -216,16 +217,13 @@ pub fn assess(
             });
             for &i in &part.calls {
                 let id = ids[i];
-                let mut ask = |key: &mut String, prefix: &str| {
+                let mut ask = |prefix: &str| {
                     key.clear();
                     key.push_str(prefix);
                     key.push_str(id);
-                    check(response.answer(key), key, &mut a.warnings)
+                    check(response.answer(&key), &key, &mut a.warnings)
                 };
-                answers[i] = (
-                    ask(&mut kc_key, "keep_call_"),
-                    ask(&mut kr_key, "keep_result_"),
-                );
+                answers[i] = (ask(batch::KEEP_CALL), ask(batch::KEEP_RESULT));
             }
         }
     }

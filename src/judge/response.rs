@@ -26,7 +26,8 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The answer a JSON value gives.
+    /// The answer a JSON value gives (what [`Response`]'s one-pass reader must agree with).
+    #[cfg(test)]
     pub fn of(v: &serde_json::Value) -> Answer {
         v.as_object()
             .filter(|o| o.get("type").is_none_or(|t| t == "noul"))

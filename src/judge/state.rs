@@ -133,31 +133,25 @@ impl<'a> View<'a> {
     /// Between two conversation entries.
     pub const SEP: &'static str = ", ";
 
-    /// Message `mi` at `stage`, or `None` when it shows nothing (blank, no calls, no results).
-    pub fn entry(&self, mi: usize, stage: Stage) -> Option<String> {
-        let [full, cut, one_line] = self.entries(mi);
-        match stage {
-            Stage::Full => full,
-            Stage::Inputs200 => cut,
-            Stage::CallsOneLine => one_line,
-        }
-    }
-
-    /// Message `mi` at every stage (in [`Stage::ALL`] order), each piece (quoted text, input
-    /// JSON, call line, result note) rendered once and written straight into the three.
+    /// Message `mi` at every stage (in [`Stage::ALL`] order), `None` where it shows nothing
+    /// (the tests' view of [`View::write_entries`]).
+    #[cfg(test)]
     pub fn entries(&self, mi: usize) -> [Option<String>; 3] {
         let mut out: [String; 3] = Default::default();
         let [a, b, c] = &mut out;
         let shown = self.write_entries(mi, [a, b, c], &mut Scratch::default());
-        let mut k = 0;
-        out.map(|e| {
-            k += 1;
-            shown[k - 1].then_some(e)
-        })
+        let [a, b, c] = out;
+        [
+            shown[0].then_some(a),
+            shown[1].then_some(b),
+            shown[2].then_some(c),
+        ]
     }
 
-    /// [`View::entries`], each stage's entry appended to `out[k]`; returns which stages show
-    /// the message (nothing is appended for the others). `scratch` only saves allocations.
+    /// Message `mi` at every stage (in [`Stage::ALL`] order), each piece (quoted text, input
+    /// JSON, call line, result note) rendered once; each stage's entry is appended to `out[k]`.
+    /// Returns which stages show the message (nothing is appended for the others). `scratch`
+    /// only saves allocations.
     pub fn write_entries(
         &self,
         mi: usize,
