@@ -5,7 +5,8 @@
 //! Python release could drop a result inside a pinned message together with its unpinned
 //! call; we do not). Pure.
 
-use crate::transcript::{Pair, Transcript};
+use crate::fasthash::FastMap;
+use crate::transcript::{BlockRef, Pair, Transcript};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinReason {
@@ -28,17 +29,22 @@ pub struct Pins {
     pinned: Vec<bool>,
     /// Calls in pinned messages (with or without a result) and pairs pinned through their
     /// result, in message order then block order: (call, reason).
-    pub pinned_calls: Vec<(crate::transcript::BlockRef, PinReason)>,
+    pub pinned_calls: Vec<(BlockRef, PinReason)>,
     /// Pairs that may be judged, in call order.
     pub candidates: Vec<Pair>,
-    /// Every pair of the transcript (pinned ones included), in call order.
-    all_pairs: Vec<Pair>,
+    /// Every pair of the transcript (pinned ones included): call -> result.
+    result_of: FastMap<BlockRef, BlockRef>,
 }
 
 impl Pins {
-    /// Every call/result pair of the transcript the pins were selected on, in call order.
-    pub fn all_pairs(&self) -> &[Pair] {
-        &self.all_pairs
+    /// The result paired with `call`, if any (pinned pairs included).
+    pub fn result_of(&self, call: BlockRef) -> Option<BlockRef> {
+        self.result_of.get(&call).copied()
+    }
+
+    /// How many calls have a result.
+    pub fn pair_count(&self) -> usize {
+        self.result_of.len()
     }
 
     pub fn is_pinned(&self, message: usize) -> bool {
@@ -65,31 +71,30 @@ pub fn select(t: &Transcript, pairs: &[Pair], preserve_recent: usize) -> Pins {
     for p in pinned.iter_mut().skip(n.saturating_sub(preserve_recent)) {
         *p = true;
     }
+    let mut result_of = FastMap::default();
+    result_of.reserve(pairs.len());
+    for p in pairs {
+        result_of.insert(p.call, p.result);
+    }
     let mut pins = Pins {
         pinned,
         pinned_calls: Vec::new(),
         candidates: Vec::new(),
-        all_pairs: pairs.to_vec(),
+        result_of,
     };
-    let mut pair_of_call: crate::fasthash::FastMap<_, _> = crate::fasthash::FastMap::default();
-    pair_of_call.reserve(pairs.len());
-    for p in pairs {
-        pair_of_call.insert(p.call, *p);
-    }
     for (mi, m) in t.messages.iter().enumerate() {
         for bi in 0..m.calls.len() {
-            let call = crate::transcript::BlockRef {
+            let call = BlockRef {
                 message: mi,
                 block: bi,
             };
-            let pair = pair_of_call.get(&call);
             if let Some(reason) = pins.reason(mi) {
                 pins.pinned_calls.push((call, reason));
-            } else if let Some(p) = pair {
-                if let Some(reason) = pins.reason(p.result.message) {
+            } else if let Some(result) = pins.result_of(call) {
+                if let Some(reason) = pins.reason(result.message) {
                     pins.pinned_calls.push((call, reason));
                 } else {
-                    pins.candidates.push(*p);
+                    pins.candidates.push(Pair { call, result });
                 }
             }
         }

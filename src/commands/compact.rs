@@ -486,16 +486,11 @@ fn build_report(
     removed_messages: usize,
 ) -> Report {
     let mut decisions: Vec<DecisionRecord> = Vec::new();
-    let pair_result: crate::fasthash::FastMap<_, _> = pins
-        .all_pairs()
-        .iter()
-        .map(|p| (p.call, p.result))
-        .collect();
     for (call, reason) in &pins.pinned_calls {
         let c = t.call(*call);
-        let result = pair_result.get(call);
+        let result = pins.result_of(*call);
         let chars = crate::json::py_dumps(&c.input, false).chars().count()
-            + result.map_or(0, |r| t.result(*r).text.chars().count());
+            + result.map_or(0, |r| t.result(r).text.chars().count());
         decisions.push(DecisionRecord {
             id: c.id.clone(),
             decision: "keep",

@@ -42,21 +42,16 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(t: &'a Transcript, pins: &'a Pins, goal: &'a str) -> Context<'a> {
-        let pairs: FastMap<BlockRef, BlockRef> = pins
-            .all_pairs()
-            .iter()
-            .map(|p| (p.call, p.result))
-            .collect();
-        let mut calls = Vec::with_capacity(pairs.len());
+        let mut calls = Vec::with_capacity(pins.pair_count());
         let mut pos: FastMap<BlockRef, usize> = FastMap::default();
-        pos.reserve(pairs.len());
+        pos.reserve(pins.pair_count());
         for (mi, m) in t.messages.iter().enumerate() {
             for (bi, call) in m.calls.iter().enumerate() {
                 let at = BlockRef {
                     message: mi,
                     block: bi,
                 };
-                let result_at = pairs.get(&at).copied();
+                let result_at = pins.result_of(at);
                 pos.insert(at, calls.len());
                 calls.push(CallView {
                     at,
