@@ -30,6 +30,22 @@ fn is_blank_bytes(b: &[u8]) -> bool {
 /// Call `f` for every record, in order. Returns the reading warnings (a torn last record).
 pub fn for_each(
     src: &str,
+    f: impl FnMut(Record) -> Result<(), ParseError>,
+) -> Result<Vec<String>, ParseError> {
+    walk(src, usize::MAX, f)
+}
+
+/// Check that a stream reads back: every record valid JSON, the same rules as [`for_each`]
+/// (a torn last record is a warning, not an error). A record that sits on one line (the usual
+/// file) is only syntax-checked, without building its value.
+pub fn check(src: &str) -> Result<(), ParseError> {
+    walk(src, 0, |_| Ok(())).map(drop)
+}
+
+/// [`for_each`], with one-line records built only `build_depth` levels deep.
+fn walk(
+    src: &str,
+    build_depth: usize,
     mut f: impl FnMut(Record) -> Result<(), ParseError>,
 ) -> Result<Vec<String>, ParseError> {
     let b = src.as_bytes();
@@ -46,7 +62,7 @@ pub fn for_each(
             continue;
         }
         // Fast path: the record is exactly this line.
-        if let Ok(node) = json::parse_range(src, pos, content_end) {
+        if let Ok(node) = json::parse_shallow(src, pos, content_end, build_depth) {
             f(Record {
                 node,
                 span: (pos, line_end),
@@ -101,26 +117,6 @@ pub fn for_each(
         }
     }
     Ok(warnings)
-}
-
-/// Check that a stream reads back: every record valid JSON, the same rules as [`for_each`]
-/// (a torn last record is a warning, not an error). Records that sit on one line each (the
-/// usual file) are only syntax-checked, without building their values; anything else goes
-/// through [`for_each`].
-pub fn check(src: &str) -> Result<(), ParseError> {
-    let b = src.as_bytes();
-    let mut pos = if src.starts_with('\u{feff}') { 3 } else { 0 };
-    while pos < b.len() {
-        let nl = memchr_nl(b, pos);
-        let content_end = nl.unwrap_or(b.len());
-        if !is_blank_bytes(&b[pos..content_end])
-            && json::parse_shallow(src, pos, content_end, 0).is_err()
-        {
-            return for_each(src, |_| Ok(())).map(drop);
-        }
-        pos = nl.map_or(b.len(), |i| i + 1);
-    }
-    Ok(())
 }
 
 fn memchr_nl(b: &[u8], from: usize) -> Option<usize> {
