@@ -187,16 +187,12 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                     &mut assessment.rules_extra,
                     |r| piece_counts[first_result[r.message] + r.block],
                 );
-                let mut r = verified_rebuild(s, &t, &pins, src, &mut assessment);
-                if let Some(w) = writer {
-                    let errors = w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-                    assessment.rules_extra.stash_written =
-                        early.iter().map(|(k, ..)| *k).zip(errors).collect();
-                }
-                if settle(s, &t, &mut assessment, &io::DiskProbe) {
-                    r = rebuild::apply(&t, src, &assessment.decisions);
-                }
-                r
+                rebuild_and_verify(s, &t, &pins, src, &mut assessment, || {
+                    writer.map_or_else(Written::default, |w| {
+                        let errors = w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                        early.iter().map(|(k, ..)| *k).zip(errors).collect()
+                    })
+                })
             });
             rebuild_ms += ms(tr);
             r
@@ -265,21 +261,28 @@ fn decide_and_rebuild(
         return Ok((assessment, None, decide_ms, 0));
     }
     let tr = Instant::now();
-    let rebuilt = rebuild_and_verify(s, t, pins, src, &mut assessment);
+    let rebuilt = rebuild_and_verify(s, t, pins, src, &mut assessment, Written::default);
     Ok((assessment, Some(rebuilt), decide_ms, ms(tr)))
 }
 
+/// Stash entries already written (while tokens were counted): decision index -> why the
+/// write failed (`None`: stored).
+type Written = crate::fasthash::FastMap<usize, Option<String>>;
+
 /// Rebuild and verify (the fail-safe of a verified rules mode reverts to keeping
 /// everything), then settle the rules pass's side effects (stash writes, disk re-hash).
+/// `written` gives the stash entries written early; it is asked for after the rebuild, so an
+/// early writer runs alongside it.
 fn rebuild_and_verify(
     s: &CompactSettings,
     t: &Transcript,
     pins: &Pins,
     src: &str,
     assessment: &mut Assessment,
+    written: impl FnOnce() -> Written,
 ) -> rebuild::Rebuilt {
     let mut rebuilt = verified_rebuild(s, t, pins, src, assessment);
-    if settle(s, t, assessment, &io::DiskProbe) {
+    if settle(s, t, assessment, &io::DiskProbe, &written()) {
         rebuilt = rebuild::apply(t, src, &assessment.decisions);
     }
     rebuilt
@@ -325,11 +328,18 @@ fn early_stash_entries<'t>(t: &'t Transcript, a: &Assessment) -> Vec<(usize, Str
         .stash
         .iter()
         .filter_map(|(k, digest)| {
-            let text = t.result(a.decisions[*k].result?).text.as_str();
+            let text = stashed_text(t, a, *k);
             rules::stash::stashed_whatever_the_count(text, digest)
                 .then(|| (*k, digest.clone(), text.as_bytes()))
         })
         .collect()
+}
+
+/// The text stash entry `k` (a decision index) stores.
+fn stashed_text<'t>(t: &'t Transcript, a: &Assessment, k: usize) -> &'t str {
+    a.decisions[k]
+        .result
+        .map_or("", |r| t.result(r).text.as_str())
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -353,12 +363,14 @@ fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
 /// The rules pass's side effects, last before the output exists: write the stash (not on
 /// `--dry-run`), then re-hash every disk-verified file. A replacement whose stash write
 /// failed or whose file changed since its check becomes a keep (which only restores original
-/// bytes, so the verified output stays valid). Returns whether any decision changed.
+/// bytes, so the verified output stays valid). `written`: the entries already written.
+/// Returns whether any decision changed.
 fn settle(
     s: &CompactSettings,
     t: &Transcript,
     a: &mut Assessment,
     probe: &dyn rules::FileProbe,
+    written: &Written,
 ) -> bool {
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
@@ -367,13 +379,8 @@ fn settle(
             .rules_extra
             .stash
             .iter()
-            .filter(|(k, _)| !a.rules_extra.stash_written.contains_key(k))
-            .map(|(k, digest)| {
-                let text = a.decisions[*k]
-                    .result
-                    .map_or("", |r| t.result(r).text.as_str());
-                (digest.as_str(), text.as_bytes())
-            })
+            .filter(|(k, _)| !written.contains_key(k))
+            .map(|(k, digest)| (digest.as_str(), stashed_text(t, a, *k).as_bytes()))
             .collect();
         let mut late = match &a.rules_extra.stash_dir {
             Some(_) if entries.is_empty() => Vec::new(),
@@ -388,7 +395,7 @@ fn settle(
             .rules_extra
             .stash
             .iter()
-            .map(|(k, _)| match a.rules_extra.stash_written.get(k) {
+            .map(|(k, _)| match written.get(k) {
                 Some(e) => e.clone(),
                 None => late.next().flatten(),
             })
@@ -682,9 +689,12 @@ mod tests {
             .iter()
             .all(|d| d.reason == "replace_disk_verified"));
         assert_eq!(a.rules_extra.disk.len(), 2);
-        assert!(!settle(&s, &t, &mut a, &probe), "nothing changed yet");
+        assert!(
+            !settle(&s, &t, &mut a, &probe, &Written::default()),
+            "nothing changed yet"
+        );
         probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nALPHA\nalpha line three, long enough to be worth a pointer\n".to_vec());
-        assert!(settle(&s, &t, &mut a, &probe));
+        assert!(settle(&s, &t, &mut a, &probe, &Written::default()));
         assert_eq!(a.decisions[0].action, Action::Keep);
         assert_eq!(a.decisions[0].reason, "keep_disk_changed_before_emit");
         assert_eq!(a.decisions[1].reason, "replace_disk_verified");
@@ -703,7 +713,7 @@ mod tests {
         probe.files.insert("/w/a.py".into(), b"alpha line one, long enough to be worth a pointer\nalpha line two\nalpha line three, long enough to be worth a pointer\n".to_vec());
         let (t, mut a) = decided(&s, &probe);
         assert_eq!(a.decisions[0].reason, "stashed:replace_disk_verified");
-        assert!(settle(&s, &t, &mut a, &probe));
+        assert!(settle(&s, &t, &mut a, &probe, &Written::default()));
         assert_eq!(a.decisions[0].action, Action::Keep);
         assert_eq!(a.decisions[0].reason, "stash_write_failed");
         assert!(a.rules_extra.stash.is_empty());

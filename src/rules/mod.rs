@@ -102,9 +102,6 @@ pub struct Extras {
     pub stash_dir: Option<PathBuf>,
     /// The workspace root the disk stamps are checked against.
     pub root: Option<PathBuf>,
-    /// Stash entries the command layer already wrote while tokens were counted: decision
-    /// index → why the write failed (`None`: stored).
-    pub stash_written: crate::fasthash::FastMap<usize, Option<String>>,
     /// The stash notes still lack their token counts: call [`stash::finish_notes`] before
     /// rebuilding.
     pub notes_pending: bool,
