@@ -105,19 +105,7 @@ pub fn question_members(id: &str, tool: &str) -> String {
 /// [`question_members`], appended to `out` (request bodies are written without a string of
 /// their own per question).
 pub fn write_question_members(out: &mut String, id: &str, tool: &str) {
-    // JSON escaping is per character, so the constant parts are escaped once and the id and
-    // the tool spliced in between.
-    static PARTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let parts = PARTS.get_or_init(|| {
-        let whole = question_members_slow("\u{0}ID\u{0}", "\u{0}TOOL\u{0}");
-        let parts: Vec<String> = whole
-            .split("\\u0000ID\\u0000")
-            .flat_map(|p| p.split("\\u0000TOOL\\u0000"))
-            .map(str::to_string)
-            .collect();
-        assert_eq!(parts.len(), 7, "question template");
-        parts
-    });
+    let parts = template();
     // The id and the tool as they read inside a JSON string.
     let escaped = |s: &str| {
         let mut e = String::with_capacity(s.len());
@@ -127,12 +115,35 @@ pub fn write_question_members(out: &mut String, id: &str, tool: &str) {
     let (id, tool) = (escaped(id), escaped(tool));
     // The id and the tool go, in order: id, id, tool, id, id, tool.
     let vars = [&id, &id, &tool, &id, &id, &tool];
-    out.reserve(parts.iter().map(String::len).sum::<usize>() + 4 * id.len() + 2 * tool.len());
+    out.reserve(question_members_len(&id, &tool));
     for (part, var) in parts.iter().zip(vars) {
         out.push_str(part);
         out.push_str(var);
     }
     out.push_str(&parts[6]);
+}
+
+/// The constant parts of [`question_members`], JSON-escaped once: JSON escaping is per
+/// character, so the id and the tool are spliced in between (in order: id, id, tool, id, id,
+/// tool).
+fn template() -> &'static [String] {
+    static PARTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PARTS.get_or_init(|| {
+        let whole = question_members_slow("\u{0}ID\u{0}", "\u{0}TOOL\u{0}");
+        let parts: Vec<String> = whole
+            .split("\\u0000ID\\u0000")
+            .flat_map(|p| p.split("\\u0000TOOL\\u0000"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(parts.len(), 7, "question template");
+        parts
+    })
+}
+
+/// The length of [`question_members`] for an id and a tool that need no escaping (a lower
+/// bound otherwise).
+pub fn question_members_len(id: &str, tool: &str) -> usize {
+    template().iter().map(String::len).sum::<usize>() + 4 * id.len() + 2 * tool.len()
 }
 
 /// [`question_members`], written out.

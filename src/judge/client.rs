@@ -400,12 +400,12 @@ impl Job {
     /// `{"model": …, "state": …, "questions": {…}}`, written once into a buffer of about its
     /// size.
     pub fn body(&self, state: usize, calls: &[usize]) -> Bytes {
-        // States run about 3 bytes per token (4 leaves room); a question pair is about 1 050
-        // bytes plus its id four times and its tool twice.
+        // States run about 3 bytes per token (4 leaves room); a question pair's length is
+        // known, plus a separator.
         let tokens = self.state_tokens.get(state).copied().unwrap_or(0);
         let questions: usize = calls
             .iter()
-            .map(|&i| 1_100 + 4 * self.calls[i].0.len() + 2 * self.calls[i].1.len())
+            .map(|&i| 2 + super::batch::question_members_len(&self.calls[i].0, &self.calls[i].1))
             .sum();
         let mut out = String::with_capacity(64 + self.model.len() + 4 * tokens + questions);
         out.push_str("{\"model\": ");
