@@ -219,6 +219,14 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// Its slot in per-encoding arrays (caches, compiled patterns).
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Encoding::O200k => 0,
+            Encoding::Cl100k => 1,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Encoding::O200k => "o200k_base",
@@ -294,10 +302,7 @@ impl Counter {
         if text.is_empty() {
             return 0;
         }
-        let which = match self.encoding {
-            Encoding::O200k => 0,
-            Encoding::Cl100k => 1,
-        };
+        let which = self.encoding.index();
         SHORT_SEGMENT_CACHE.with(|shorts| {
             SEGMENT_CACHE.with(|caches| {
                 let mut short = shorts[which].borrow_mut();
@@ -344,10 +349,7 @@ impl Counter {
     /// count memoised per thread.
     fn count_pieces(self, text: &str) -> usize {
         let tok = table_of(self.encoding);
-        let which = match self.encoding {
-            Encoding::O200k => 0,
-            Encoding::Cl100k => 1,
-        };
+        let which = self.encoding.index();
         PIECE_CACHE.with(|caches| {
             let mut cache = caches[which].borrow_mut();
             if cache.len() > 1 << 18 {

@@ -42,11 +42,11 @@ const CL100K: &str = concat!(
 
 fn regex(enc: Encoding) -> &'static Regex {
     static RES: [OnceLock<Regex>; 2] = [OnceLock::new(), OnceLock::new()];
-    let (slot, pat) = match enc {
-        Encoding::O200k => (&RES[0], O200K),
-        Encoding::Cl100k => (&RES[1], CL100K),
+    let pat = match enc {
+        Encoding::O200k => O200K,
+        Encoding::Cl100k => CL100K,
     };
-    slot.get_or_init(|| Regex::new(pat).expect("the pre-tokenizer pattern compiles"))
+    RES[enc.index()].get_or_init(|| Regex::new(pat).expect("the pre-tokenizer pattern compiles"))
 }
 
 /// The pieces of `text`, in order, as the encoding's pre-tokenizer cuts them.
