@@ -681,11 +681,11 @@ fn why(v: &Fields) -> String {
     match v.get("reason") {
         None => "no reason recorded".to_string(),
         Some(Value::String(s)) if s.is_empty() => "no reason recorded".to_string(),
-        // The same code from the rules policy (lossy's trim, stashed's note) is not the judge's.
+        // The same code from the rules policy (only `stashed` writes it) is not the judge's.
         Some(Value::String(s))
             if s == "short_result_kept_whole" && v.str("source") == Some("rules") =>
         {
-            "the rules policy would have trimmed or stashed the result, but what would replace it is no shorter, so it was kept whole".to_string()
+            "the rules policy would have stashed the result, but its stash note is no shorter, so it was kept whole".to_string()
         }
         Some(Value::String(s)) => reason_words(s, v.str("kept_at")),
         Some(other) => format!("recorded as {}", one_line(&other.to_string())),
@@ -970,9 +970,9 @@ mod tests {
         let rules = serde_json::json!({"reason": "short_result_kept_whole", "source": "rules"});
         assert!(why(&Fields(&judge)).starts_with("the judge would have trimmed"));
         let r = why(&Fields(&rules));
-        assert!(
-            r.starts_with("the rules policy would have trimmed or stashed"),
-            "{r}"
+        assert_eq!(
+            r,
+            "the rules policy would have stashed the result, but its stash note is no shorter, so it was kept whole"
         );
         assert!(!r.contains("judge"), "{r}");
     }
