@@ -31,7 +31,7 @@ fn main() {
     time("lcc: parse typed transcript + splice (no edits)", &|| {
         let t = lcc::transcript::parse(&src, None).expect("transcript");
         let r = lcc::rebuild::apply(&t, &src, &[]);
-        r.text.len()
+        r.text(&src).len()
     });
     time("lcc: syntax check only", &|| {
         lcc::json::parse_shallow(&src, 0, src.len(), 0).map_or(0, |_| src.len())

@@ -826,12 +826,13 @@ pub fn reason_words(code: &str, kept_at: Option<&str>) -> String {
 
 /// Calls and results of the source transcript, by id (first occurrence wins).
 struct SourceIndex<'t> {
+    src: &'t str,
     calls: HashMap<&'t str, &'t Call>,
     results: HashMap<&'t str, &'t ToolResult>,
 }
 
 impl<'t> SourceIndex<'t> {
-    fn new(t: &'t Transcript) -> Self {
+    fn new(t: &'t Transcript<'t>) -> Self {
         let mut calls = HashMap::new();
         let mut results = HashMap::new();
         for m in &t.messages {
@@ -842,7 +843,11 @@ impl<'t> SourceIndex<'t> {
                 results.entry(r.id.as_str()).or_insert(r);
             }
         }
-        SourceIndex { calls, results }
+        SourceIndex {
+            src: t.src,
+            calls,
+            results,
+        }
     }
 }
 
@@ -874,11 +879,12 @@ fn show_source(o: &mut String, index: &SourceIndex, id: Option<&str>) {
         return;
     };
     let label = if r.is_error { "error" } else { "result" };
-    if r.text.is_empty() {
+    let text = r.text.get(index.src);
+    if text.is_empty() {
         field(o, label, "(empty)");
         return;
     }
-    let lines: Vec<&str> = r.text.split('\n').collect();
+    let lines: Vec<&str> = text.split('\n').collect();
     for (i, line) in lines.iter().take(RESULT_LINES).enumerate() {
         let shown = format!(
             "| {}",

@@ -60,6 +60,15 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
 
 /// Write `bytes` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `write` writes, through a buffer, as it comes: the text need
+/// never be held whole.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
     let err = |source| Error::Io {
         what: format!("could not write {}", path.display()),
         source,
@@ -73,8 +82,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{name}.lcc-{}.tmp", std::process::id()));
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, fs::File::create(&tmp)?);
+        write(&mut w)?;
+        let f = w
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
         f.sync_all()?;
         // Keep the permissions of a file we replace.
         if let Ok(meta) = fs::metadata(path) {
@@ -90,8 +102,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// Write to stdout.
 pub fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
+    write_stdout_with(|w| w.write_all(bytes))
+}
+
+/// Write to stdout what `write` writes, as it comes.
+pub fn write_stdout_with(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
-    out.write_all(bytes)
+    write(&mut out)
         .and_then(|()| out.flush())
         .map_err(|source| Error::Io {
             what: "could not write to stdout".into(),

@@ -516,7 +516,7 @@ impl Parser<'_> {
                 }
                 let key_start = self.pos;
                 let escaped = self.string()?;
-                let key = decode_raw(&self.s[key_start..self.pos], escaped).into_owned();
+                let key = decode_token(&self.s[key_start..self.pos], escaped).into_owned();
                 self.ws();
                 if self.b.get(self.pos) != Some(&b':') {
                     return Err(self.err("expected ':' after object key"));
@@ -550,7 +550,7 @@ impl Parser<'_> {
 }
 
 /// Decode a raw string token (with its quotes). Lone surrogates become U+FFFD.
-fn decode_raw(raw: &str, escaped: bool) -> Cow<'_, str> {
+pub fn decode_token(raw: &str, escaped: bool) -> Cow<'_, str> {
     // `raw` is a whole string token, quotes included (quotes are ASCII, so these are char
     // boundaries).
     let inner = &raw[1..raw.len() - 1];
@@ -561,11 +561,8 @@ fn decode_raw(raw: &str, escaped: bool) -> Cow<'_, str> {
     let mut out = String::with_capacity(inner.len());
     let mut i = 0;
     let mut run = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
-        }
+    while let Some(skip) = memchr::memchr(b'\\', &b[i..]) {
+        i += skip;
         out.push_str(&inner[run..i]);
         let e = b[i + 1];
         i += 2;
@@ -621,7 +618,7 @@ impl Node {
     /// The decoded string, if this is a string.
     pub fn as_str<'s>(&self, src: &'s str) -> Option<Cow<'s, str>> {
         match self.kind {
-            Kind::Str { escaped } => Some(decode_raw(&src[self.start..self.end], escaped)),
+            Kind::Str { escaped } => Some(decode_token(&src[self.start..self.end], escaped)),
             _ => None,
         }
     }
@@ -701,9 +698,21 @@ pub struct Edit {
 
 /// Apply non-overlapping edits. Edits nested inside a wider edit are ignored (the wider one
 /// wins), so a removed message takes its removed blocks with it.
-pub fn splice(src: &str, mut edits: Vec<Edit>) -> String {
+pub fn splice(src: &str, edits: Vec<Edit>) -> String {
+    let edits = in_order(edits);
+    // The exact size up front: the output of a long session is tens of MB, and a buffer of
+    // the input's size (or one grown by doubling) would hold far more than it needs.
+    let mut out = String::with_capacity(spliced_len(src, &edits));
+    for piece in spliced(src, &edits) {
+        out.push_str(piece);
+    }
+    out
+}
+
+/// Edits sorted by position, those inside (or overlapping) an earlier one left out: what
+/// [`spliced`] takes.
+pub fn in_order(mut edits: Vec<Edit>) -> Vec<Edit> {
     edits.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-    // Edits inside (or overlapping) an edit already applied are skipped.
     let mut pos = 0;
     edits.retain(|e| {
         let keep = e.start >= pos;
@@ -712,19 +721,32 @@ pub fn splice(src: &str, mut edits: Vec<Edit>) -> String {
         }
         keep
     });
-    // The exact size up front: the output of a long session is tens of MB, and a buffer of
-    // the input's size (or one grown by doubling) would hold far more than it needs.
+    edits
+}
+
+/// The pieces of `src` with `edits` (from [`in_order`]) applied, in order: the text is their
+/// concatenation, which need never be held whole.
+pub fn spliced<'a>(src: &'a str, edits: &'a [Edit]) -> impl Iterator<Item = &'a str> + 'a {
+    let starts = std::iter::once(0).chain(edits.iter().map(|e| e.end));
+    let ends = edits
+        .iter()
+        .map(|e| e.start)
+        .chain(std::iter::once(src.len()));
+    let kept = starts.zip(ends).map(move |(a, b)| &src[a..b]);
+    let new = edits
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(std::iter::once(""));
+    kept.zip(new)
+        .flat_map(|(k, n)| [k, n])
+        .filter(|p| !p.is_empty())
+}
+
+/// The length in bytes of [`spliced`]'s text.
+pub fn spliced_len(src: &str, edits: &[Edit]) -> usize {
     let removed: usize = edits.iter().map(|e| e.end - e.start).sum();
     let added: usize = edits.iter().map(|e| e.text.len()).sum();
-    let mut out = String::with_capacity(src.len() - removed + added);
-    let mut pos = 0;
-    for e in edits {
-        out.push_str(&src[pos..e.start]);
-        out.push_str(&e.text);
-        pos = e.end;
-    }
-    out.push_str(&src[pos..]);
-    out
+    src.len() - removed + added
 }
 
 /// Edits that delete the children at `remove` (sorted, unique indices) from a container whose

@@ -671,7 +671,7 @@ fn compact_transcript(args: &JsonObject) -> Result<String, String> {
     let mut outcome = compact::compact_text(&settings, &src).map_err(cli_error)?;
     outcome.report.timing.read_ms = read_ms;
     outcome.report.timing.total_ms = ms(t0);
-    Ok(compact_response(&outcome))
+    Ok(compact_response(&outcome, &src))
 }
 
 fn ms(since: Instant) -> u64 {
@@ -690,19 +690,15 @@ fn is_json_format(format: Format) -> bool {
 /// `{"messages": …, "decisions": […], "report": {…}}`. The compacted transcript and the
 /// report are spliced in as the exact text `lcc compact` writes (stdout and `-r`), so a
 /// client that slices them out gets the CLI's bytes.
-fn compact_response(outcome: &compact::Outcome) -> String {
+fn compact_response(outcome: &compact::Outcome, src: &str) -> String {
     let r = &outcome.report;
+    let output = outcome.output.text(src);
     let as_json = Format::from_name(r.input_format).is_some_and(is_json_format);
     let messages: Cow<str> = if as_json {
         // A byte-order mark is not JSON whitespace; it carries no content.
-        Cow::Borrowed(
-            outcome
-                .output
-                .strip_prefix('\u{feff}')
-                .unwrap_or(&outcome.output),
-        )
+        Cow::Borrowed(output.strip_prefix('\u{feff}').unwrap_or(&output))
     } else {
-        Cow::Owned(json::quote(&outcome.output, false))
+        Cow::Owned(json::quote(&output, false))
     };
     let decisions = serde_json::to_string(&r.decisions).unwrap_or_else(|_| "[]".into());
     let report = report::to_json(r);

@@ -11,12 +11,46 @@ use crate::decide::{Action, Decision};
 use crate::json::{self, Edit};
 use crate::transcript::{self, ContainerKind, Slot, TextSlot, Transcript};
 
-/// The rebuilt text and what it removed.
+/// The rebuilt text, as the edits that turn the source into it, and what it removed.
 #[derive(Debug, Clone)]
 pub struct Rebuilt {
-    pub text: String,
+    /// In order, not overlapping ([`json::in_order`]).
+    pub edits: Vec<Edit>,
     /// Indices of messages this pass emptied and removed.
     pub removed_messages: Vec<usize>,
+}
+
+impl Rebuilt {
+    /// The rebuilt text in pieces (see [`json::spliced`]): it is written out piece by piece,
+    /// never held whole.
+    pub fn pieces<'a>(&'a self, src: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        json::spliced(src, &self.edits)
+    }
+
+    /// The rebuilt text, whole.
+    pub fn text(&self, src: &str) -> String {
+        let mut out = String::with_capacity(json::spliced_len(src, &self.edits));
+        out.extend(self.pieces(src));
+        out
+    }
+
+    /// Check that the rebuilt text is still well-formed in its format
+    /// ([`transcript::validate`]).
+    pub fn validate(
+        &self,
+        src: &str,
+        format: transcript::Format,
+    ) -> Result<(), transcript::ParseError> {
+        transcript::validate(&self.text(src), format)
+    }
+
+    /// Write the rebuilt text.
+    pub fn write_to(&self, src: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for piece in self.pieces(src) {
+            w.write_all(piece.as_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 pub fn apply(t: &Transcript, src: &str, decisions: &[Decision]) -> Rebuilt {
@@ -121,7 +155,7 @@ pub fn apply(t: &Transcript, src: &str, decisions: &[Decision]) -> Rebuilt {
         decisions,
     ));
     Rebuilt {
-        text: json::splice(src, edits),
+        edits: json::in_order(edits),
         removed_messages,
     }
 }

@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::decide::{Action, Decision, DecisionRecord};
 use crate::json;
 use crate::tokens::Counter;
-use crate::transcript::Transcript;
+use crate::transcript::{TextKey, Transcript};
 
 pub const SCHEMA_VERSION: &str = "transcript-compaction-1.0";
 
@@ -117,11 +117,11 @@ fn clen(s: &str) -> usize {
 /// `"{id} {tool} {input}"`, per result its text.
 pub struct Pieces<'t> {
     call_lines: Vec<String>,
-    t: &'t Transcript,
+    t: &'t Transcript<'t>,
 }
 
 impl<'t> Pieces<'t> {
-    pub fn new(t: &'t Transcript) -> Pieces<'t> {
+    pub fn new(t: &'t Transcript<'t>) -> Pieces<'t> {
         let call_lines = t
             .messages
             .iter()
@@ -132,21 +132,35 @@ impl<'t> Pieces<'t> {
     }
 
     /// Every piece in order: message text, its call lines, its result texts.
-    pub fn all(&self) -> Vec<&str> {
+    pub fn all(&self) -> Vec<TextKey<'_>> {
         let mut out = Vec::with_capacity(self.t.messages.len() * 3);
         let mut calls = self.call_lines.iter();
         for m in &self.t.messages {
-            out.push(m.text.as_str());
-            out.extend(calls.by_ref().take(m.calls.len()).map(String::as_str));
-            out.extend(m.results.iter().map(|r| r.text.as_str()));
+            out.push(TextKey::Plain(&m.text));
+            out.extend(
+                calls
+                    .by_ref()
+                    .take(m.calls.len())
+                    .map(|c| TextKey::Plain(c)),
+            );
+            out.extend(m.results.iter().map(|r| self.t.text_key(r)));
         }
         out
     }
 
-    /// Token counts of every piece (each distinct piece counted once, in parallel).
-    pub fn count(&self, counter: Counter) -> Vec<usize> {
-        counter.count_many(&self.all())
+    /// Token and character counts of every piece (each distinct piece counted once, in
+    /// parallel).
+    pub fn count(&self, counter: Counter) -> PieceCounts {
+        let (tokens, chars) = counter.count_texts(&self.all()).into_iter().unzip();
+        PieceCounts { tokens, chars }
     }
+}
+
+/// The counts of [`Pieces::all`], in the same order.
+#[derive(Debug, Clone, Default)]
+pub struct PieceCounts {
+    pub tokens: Vec<usize>,
+    pub chars: Vec<usize>,
 }
 
 /// Count characters and tokens before and after. `piece_counts` are the token counts of
@@ -154,13 +168,13 @@ impl<'t> Pieces<'t> {
 /// re-encoding the output.
 pub fn account(
     t: &Transcript,
-    pieces: &Pieces<'_>,
-    piece_counts: &[usize],
+    counts: &PieceCounts,
     decisions: &[Decision],
     removed_messages: &[usize],
     counter: Counter,
 ) -> Accounting {
-    let all = pieces.all();
+    let piece_counts = &counts.tokens;
+    let chars_of = &counts.chars;
     let new_texts: Vec<&str> = decisions
         .iter()
         .filter_map(|d| d.action.new_text())
@@ -179,8 +193,7 @@ pub fn account(
         k += 1 + m.calls.len() + m.results.len();
     }
 
-    let chars_of: Vec<usize> = all.iter().map(|p| clen(p)).collect();
-    let chars_before = chars_of.iter().sum::<usize>() + all.len().saturating_sub(1);
+    let chars_before = chars_of.iter().sum::<usize>() + chars_of.len().saturating_sub(1);
     let tokens_before: usize = piece_counts.iter().sum();
 
     let mut chars_after = chars_before;

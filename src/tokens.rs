@@ -18,11 +18,13 @@ mod merge;
 mod split;
 mod table;
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use rayon::prelude::*;
 
 use crate::fasthash::FastMap;
+use crate::transcript::TextKey;
 
 thread_local! {
     static PIECE_CACHE: [RefCell<FastMap<Box<[u8]>, u32>>; 2] =
@@ -380,26 +382,56 @@ impl Counter {
 
     /// Count many pieces: each distinct text once, in parallel. Returns counts in input order.
     pub fn count_many(self, pieces: &[&str]) -> Vec<usize> {
-        let mut index: FastMap<&str, usize> = FastMap::default();
-        index.reserve(pieces.len());
-        let mut distinct: Vec<&str> = Vec::new();
-        let slots: Vec<usize> = pieces
+        self.count_distinct(pieces, |p| p.len(), Cow::Borrowed, |_| 0)
+            .into_iter()
+            .map(|(tokens, _)| tokens)
+            .collect()
+    }
+
+    /// Token and character counts of texts given by their source form, each distinct one
+    /// decoded and counted once, in parallel, so that no more than the texts being counted
+    /// are decoded at a time. In input order.
+    pub fn count_texts(self, pieces: &[TextKey<'_>]) -> Vec<(usize, usize)> {
+        self.count_distinct(
+            pieces,
+            |k| k.source_len(),
+            |k| k.text(),
+            |s| s.chars().count(),
+        )
+    }
+
+    /// Each distinct key's text (`text`) counted once, in parallel, biggest (`size`) first so
+    /// the two cores finish together; with each count, what `also` measures of the text.
+    fn count_distinct<'k, K: Copy + Eq + std::hash::Hash + Sync>(
+        self,
+        keys: &[K],
+        size: impl Fn(&K) -> usize,
+        text: impl Fn(K) -> Cow<'k, str> + Sync,
+        also: impl Fn(&str) -> usize + Sync,
+    ) -> Vec<(usize, usize)> {
+        let mut index: FastMap<K, usize> = FastMap::default();
+        index.reserve(keys.len());
+        let mut distinct: Vec<K> = Vec::new();
+        let slots: Vec<usize> = keys
             .iter()
-            .map(|p| {
-                *index.entry(p).or_insert_with(|| {
-                    distinct.push(p);
+            .map(|k| {
+                *index.entry(*k).or_insert_with(|| {
+                    distinct.push(*k);
                     distinct.len() - 1
                 })
             })
             .collect();
-        // Big pieces first so the two cores finish together.
+        drop(index);
         let mut order: Vec<usize> = (0..distinct.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(distinct[i].len()));
-        let mut counts = vec![0usize; distinct.len()];
-        let computed: Vec<(usize, usize)> = order
+        order.sort_by_key(|&i| std::cmp::Reverse(size(&distinct[i])));
+        let mut counts = vec![(0usize, 0usize); distinct.len()];
+        let computed: Vec<(usize, (usize, usize))> = order
             .par_iter()
             .with_min_len(16)
-            .map(|&i| (i, self.count(distinct[i])))
+            .map(|&i| {
+                let t = text(distinct[i]);
+                (i, (self.count(&t), also(&t)))
+            })
             .collect();
         for (i, c) in computed {
             counts[i] = c;
@@ -756,7 +788,7 @@ mod tests {
             assert_counts_match(&src, &format!("{path:?} whole"));
             if let Ok(t) = crate::transcript::parse(&src, None) {
                 for p in crate::report::Pieces::new(&t).all() {
-                    assert_counts_match(p, &format!("{path:?} piece"));
+                    assert_counts_match(&p.text(), &format!("{path:?} piece"));
                 }
             }
             files += 1;
@@ -785,6 +817,7 @@ mod tests {
             };
             let pieces = crate::report::Pieces::new(&t);
             for p in pieces.all() {
+                let p = &*p.text();
                 assert_eq!(
                     Counter::o200k().count(p),
                     o.encode_ordinary(p).len(),

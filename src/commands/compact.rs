@@ -79,7 +79,8 @@ fn ms(since: Instant) -> u64 {
 
 /// The outcome of one pass, before anything is written.
 pub struct Outcome {
-    pub output: String,
+    /// The output, as edits of the source (see [`rebuild::Rebuilt::pieces`]).
+    pub output: rebuild::Rebuilt,
     pub report: Report,
 }
 
@@ -93,8 +94,8 @@ pub fn run(s: &CompactSettings) -> Result<()> {
     let tw = Instant::now();
     if !s.dry_run {
         match &s.output {
-            Some(path) => io::write_atomic(path, outcome.output.as_bytes())?,
-            None => io::write_stdout(outcome.output.as_bytes())?,
+            Some(path) => io::write_atomic_with(path, |w| outcome.output.write_to(&src, w))?,
+            None => io::write_stdout_with(|w| outcome.output.write_to(&src, w))?,
         }
     }
     outcome.report.timing.write_ms = ms(tw);
@@ -176,8 +177,10 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                     .as_deref()
                     .filter(|_| !early.is_empty())
                     .map(|dir| {
-                        let entries: Vec<(&str, &[u8])> =
-                            early.iter().map(|(_, d, b)| (d.as_str(), *b)).collect();
+                        let entries: Vec<(&str, &[u8])> = early
+                            .iter()
+                            .map(|(_, d, b)| (d.as_str(), b.as_bytes()))
+                            .collect();
                         scope.spawn(move || io::stash_put_all(dir, &entries))
                     });
                 let first_result = result_piece_offsets(&t);
@@ -185,7 +188,7 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                     &t,
                     &mut assessment.decisions,
                     &mut assessment.rules_extra,
-                    |r| piece_counts[first_result[r.message] + r.block],
+                    |r| piece_counts.tokens[first_result[r.message] + r.block],
                 );
                 rebuild_and_verify(s, &t, &pins, src, &mut assessment, || {
                     writer.map_or_else(Written::default, |w| {
@@ -200,7 +203,6 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     };
     let acc = report::account(
         &t,
-        &pieces,
         &piece_counts,
         &assessment.decisions,
         &rebuilt.removed_messages,
@@ -227,7 +229,7 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
     warnings.append(&mut r.warnings);
     r.warnings = warnings;
     Ok(Outcome {
-        output: rebuilt.text,
+        output: rebuilt,
         report: r,
     })
 }
@@ -306,7 +308,7 @@ fn verified_rebuild(
         {
             let mut violations =
                 rules::verify_decisions(mode, t, pins, &s.rules, &assessment.decisions);
-            if let Err(e) = transcript::validate(&rebuilt.text, t.format) {
+            if let Err(e) = rebuilt.validate(src, t.format) {
                 violations.push(format!("the rebuilt transcript does not parse: {e}"));
             }
             if !violations.is_empty() {
@@ -323,23 +325,26 @@ fn verified_rebuild(
 /// are written while the notes are finished and the output is rebuilt and verified;
 /// [`settle`] writes the rest and turns failed writes into keeps. An entry a fail-safe later
 /// discards stays in the stash (unused, named by its own hash).
-fn early_stash_entries<'t>(t: &'t Transcript, a: &Assessment) -> Vec<(usize, String, &'t [u8])> {
+fn early_stash_entries<'t>(
+    t: &'t Transcript,
+    a: &Assessment,
+) -> Vec<(usize, String, std::borrow::Cow<'t, str>)> {
     a.rules_extra
         .stash
         .iter()
         .filter_map(|(k, digest)| {
             let text = stashed_text(t, a, *k);
-            rules::stash::stashed_whatever_the_count(text, digest)
-                .then(|| (*k, digest.clone(), text.as_bytes()))
+            rules::stash::stashed_whatever_the_count(&text, digest)
+                .then(|| (*k, digest.clone(), text))
         })
         .collect()
 }
 
 /// The text stash entry `k` (a decision index) stores.
-fn stashed_text<'t>(t: &'t Transcript, a: &Assessment, k: usize) -> &'t str {
+fn stashed_text<'t>(t: &'t Transcript, a: &Assessment, k: usize) -> std::borrow::Cow<'t, str> {
     a.decisions[k]
         .result
-        .map_or("", |r| t.result(r).text.as_str())
+        .map_or(std::borrow::Cow::Borrowed(""), |r| t.result_text(r))
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -375,13 +380,14 @@ fn settle(
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
         // What was not written while tokens were counted is written now.
-        let entries: Vec<(&str, &[u8])> = a
+        let texts: Vec<(&str, std::borrow::Cow<str>)> = a
             .rules_extra
             .stash
             .iter()
             .filter(|(k, _)| !written.contains_key(k))
-            .map(|(k, digest)| (digest.as_str(), stashed_text(t, a, *k).as_bytes()))
+            .map(|(k, digest)| (digest.as_str(), stashed_text(t, a, *k)))
             .collect();
+        let entries: Vec<(&str, &[u8])> = texts.iter().map(|(d, b)| (*d, b.as_bytes())).collect();
         let mut late = match &a.rules_extra.stash_dir {
             Some(_) if entries.is_empty() => Vec::new(),
             Some(dir) => io::stash_put_all(dir, &entries),
@@ -497,7 +503,7 @@ fn build_report(
         let c = t.call(*call);
         let result = pins.result_of(*call);
         let chars = crate::json::py_dumps(&c.input, false).chars().count()
-            + result.map_or(0, |r| t.result(r).text.chars().count());
+            + result.map_or(0, |r| t.result_text(r).chars().count());
         decisions.push(DecisionRecord {
             id: c.id.clone(),
             decision: "keep",
@@ -656,7 +662,7 @@ mod tests {
         CompactSettings::from_args(&a, env).unwrap()
     }
 
-    fn decided(s: &CompactSettings, probe: &MemProbe) -> (Transcript, Assessment) {
+    fn decided(s: &CompactSettings, probe: &MemProbe) -> (Transcript<'static>, Assessment) {
         let t = transcript::parse(SRC, None).unwrap();
         let pins = pin::select(&t, &t.pairs().unwrap(), s.preserve_recent);
         let (d, extra) = rules::decide(

@@ -403,7 +403,7 @@ impl Outline {
     fn new(t: &Transcript, pairs: &[Pair]) -> Outline {
         let result_chars: HashMap<BlockRef, usize> = pairs
             .iter()
-            .map(|p| (p.call, t.result(p.result).text.chars().count()))
+            .map(|p| (p.call, t.text_chars(t.result(p.result))))
             .collect();
         let mut calls = Vec::new();
         for (mi, m) in t.messages.iter().enumerate() {
@@ -803,9 +803,10 @@ pub fn assess(
         .map(|p| {
             let c = t.call(p.call);
             let r = t.result(p.result);
-            let result_chars = r.text.chars().count();
+            let text = t.text(r);
+            let result_chars = text.chars().count();
             let call_line = short_line(c, Some(result_chars));
-            let result_note = note(&r.text, r.is_error);
+            let result_note = note(&text, r.is_error);
             let (later, later_total) = outline.later(p.call);
             let pieces = Pieces {
                 goal: &s.question,

@@ -306,7 +306,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn session() -> Transcript {
+    fn session() -> Transcript<'static> {
         let mut msgs = vec![json!({"role": "user", "text": "goal"})];
         let calls = [
             ("a1", "Read", json!({"file_path": "src/a.py"})),
@@ -328,7 +328,8 @@ mod tests {
             msgs.push(json!({"role": "assistant", "toolUses": [{"tool_use_id": id, "tool": tool, "input": input}]}));
             msgs.push(json!({"role": "user", "toolResults": [{"tool_use_id": id, "text": "out"}]}));
         }
-        crate::transcript::parse(&serde_json::to_string(&msgs).unwrap(), None).unwrap()
+        let src: &'static str = serde_json::to_string(&msgs).unwrap().leak();
+        crate::transcript::parse(src, None).unwrap()
     }
 
     #[test]

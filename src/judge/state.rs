@@ -65,7 +65,7 @@ pub struct Scratch {
 /// The transcript as the renderer needs it: which messages are pinned, which calls are
 /// candidates, and the length of each call's paired result.
 pub struct View<'a> {
-    t: &'a Transcript,
+    t: &'a Transcript<'a>,
     pinned: Vec<bool>,
     has_candidate: Vec<bool>,
     candidates: FastSet<BlockRef>,
@@ -76,7 +76,7 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    pub fn new(t: &'a Transcript, pins: &Pins, pairs: &[Pair]) -> View<'a> {
+    pub fn new(t: &'a Transcript<'a>, pins: &Pins, pairs: &[Pair]) -> View<'a> {
         let n = t.messages.len();
         let mut has_candidate = vec![false; n];
         let mut candidates = FastSet::default();
@@ -88,7 +88,7 @@ impl<'a> View<'a> {
         let result_lens: Vec<Vec<usize>> = t
             .messages
             .iter()
-            .map(|m| m.results.iter().map(|r| r.text.chars().count()).collect())
+            .map(|m| m.results.iter().map(|r| t.text_chars(r)).collect())
             .collect();
         let result_chars = pairs
             .iter()
@@ -501,7 +501,7 @@ mod tests {
                         format!(
                             "{{\"id\": {}, \"note\": {}}}",
                             quote(&r.id, false),
-                            quote(&note(&r.text, r.is_error), false)
+                            quote(&note(&self.t.text(r), r.is_error), false)
                         )
                     })
                     .collect();
@@ -574,7 +574,8 @@ mod tests {
         msgs.push(json!({"role": "user", "text": blank}));
         msgs.push(json!({"role": "assistant", "text": ""}));
         msgs.push(json!({"role": "assistant", "text": format!("done {long}")}));
-        let t = crate::transcript::parse(&serde_json::to_string(&msgs).unwrap(), None).unwrap();
+        let src = serde_json::to_string(&msgs).unwrap();
+        let t = crate::transcript::parse(&src, None).unwrap();
         let pairs = t.pairs().unwrap();
         for recent in [0, 3, 30] {
             let pins = crate::pin::select(&t, &pairs, recent);

@@ -527,7 +527,7 @@ mod tests {
     use serde_json::{json, Value};
 
     /// A session of `steps` Read/Bash steps; every fifth step reads `src/shared.py`.
-    fn session(steps: usize) -> Transcript {
+    fn session(steps: usize) -> Transcript<'static> {
         let mut msgs = vec![json!({"role": "user", "text": "Fix the parser. Ünïcode — 東京"})];
         for i in 0..steps {
             let (tool, input) = if i % 5 == 0 {
@@ -545,11 +545,12 @@ mod tests {
             msgs.push(json!({"role": "user", "toolResults": [{"tool_use_id": format!("toolu_{i:04}"), "text": "out\n".repeat(i % 50)}]}));
         }
         msgs.push(json!({"role": "assistant", "text": "Done."}));
-        transcript::parse(&serde_json::to_string(&msgs).unwrap(), None).unwrap()
+        let src: &'static str = serde_json::to_string(&msgs).unwrap().leak();
+        transcript::parse(src, None).unwrap()
     }
 
     struct Setup {
-        t: Transcript,
+        t: Transcript<'static>,
         pins: pin::Pins,
         pairs: Vec<transcript::Pair>,
     }

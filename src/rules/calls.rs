@@ -12,6 +12,8 @@ pub struct CallView<'a> {
     pub call: &'a Call,
     pub result: Option<&'a ToolResult>,
     pub result_at: Option<BlockRef>,
+    /// The transcript's source, which result texts are read from.
+    pub src: &'a str,
 }
 
 impl<'a> CallView<'a> {
@@ -27,12 +29,18 @@ impl<'a> CallView<'a> {
     pub fn input(&self) -> &'a serde_json::Value {
         &self.call.input
     }
+
+    /// The result's text (empty without a result).
+    pub fn text(&self) -> std::borrow::Cow<'a, str> {
+        self.result
+            .map_or(std::borrow::Cow::Borrowed(""), |r| r.text.get(self.src))
+    }
 }
 
 /// What every policy needs: the calls, where each candidate sits among them, the goal and
 /// which messages are pinned.
 pub struct Context<'a> {
-    pub t: &'a Transcript,
+    pub t: &'a Transcript<'a>,
     pub calls: Vec<CallView<'a>>,
     /// Position in `calls` of each candidate, in candidate order.
     pub candidates: Vec<usize>,
@@ -41,7 +49,7 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(t: &'a Transcript, pins: &'a Pins, goal: &'a str) -> Context<'a> {
+    pub fn new(t: &'a Transcript<'a>, pins: &'a Pins, goal: &'a str) -> Context<'a> {
         let mut calls = Vec::with_capacity(pins.pair_count());
         let mut pos: FastMap<BlockRef, usize> = FastMap::default();
         pos.reserve(pins.pair_count());
@@ -58,6 +66,7 @@ impl<'a> Context<'a> {
                     call,
                     result: result_at.map(|r| t.result(r)),
                     result_at,
+                    src: t.src,
                 });
             }
         }
@@ -117,5 +126,6 @@ pub fn is_error(c: &CallView<'_>, flags_present: bool) -> bool {
     if flags_present {
         return r.is_error;
     }
-    !super::text::command_of(c.input()).is_empty() && super::text::looks_like_error(&r.text)
+    !super::text::command_of(c.input()).is_empty()
+        && super::text::looks_like_error(&r.text.get(c.src))
 }

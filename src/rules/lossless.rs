@@ -17,6 +17,8 @@
 //! of its lines; a result is only compared with later results that hold its rarest line.
 
 use crate::decide::{Action, Decision};
+use std::borrow::Cow;
+
 use crate::transcript::{BlockRef, Pair, Transcript};
 
 use crate::fasthash::{hash_bytes, FastMap, FastSet};
@@ -130,7 +132,6 @@ pub fn decide_excluding(
         }
     }
     let position: FastMap<BlockRef, usize> = all.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let texts: Vec<&str> = all.iter().map(|r| t.result(*r).text.as_str()).collect();
     let is_candidate: FastMap<usize, usize> = candidates
         .iter()
         .enumerate()
@@ -138,18 +139,20 @@ pub fn decide_excluding(
         .filter_map(|(ci, p)| position.get(&p.result).map(|&pos| (pos, ci)))
         .collect();
 
-    // Index 1: the hash of every result's comparable form.
-    let framed: Vec<u64> = texts
+    // Index 1: the hash of every result's comparable form. Index 2 (below) needs the hashes
+    // of its lines: both come from one decoding of each text.
+    let (framed, lines): (Vec<u64>, Vec<Vec<u64>>) = all
         .par_iter()
-        .map(|s| hash_bytes(comparable_body(s).as_bytes()))
-        .collect();
+        .map(|r| {
+            let s = t.result_text(*r);
+            (hash_bytes(comparable_body(&s).as_bytes()), line_hashes(&s))
+        })
+        .unzip();
     let mut by_framed: FastMap<u64, Vec<usize>> = FastMap::default();
     for (i, h) in framed.iter().enumerate() {
         by_framed.entry(*h).or_default().push(i);
     }
-    // Index 2: line hashes of every result; for each candidate its rarest line, and the
-    // results that hold that line.
-    let lines: Vec<Vec<u64>> = texts.par_iter().map(|s| line_hashes(s)).collect();
+    // Index 2: for each candidate its rarest line, and the results that hold that line.
     let mut freq: FastMap<u64, u32> = FastMap::default();
     for hs in &lines {
         for h in hs {
@@ -159,7 +162,7 @@ pub fn decide_excluding(
     let to_key: Vec<usize> = is_candidate
         .keys()
         .copied()
-        .filter(|&i| !texts[i].is_empty())
+        .filter(|&i| !t.result(all[i]).text.get(t.src).is_empty())
         .collect();
     let key_of: FastMap<usize, u64> = to_key
         .par_iter()
@@ -193,7 +196,8 @@ pub fn decide_excluding(
         let (Some(&ci), Some(key)) = (is_candidate.get(&i), key_of.get(&i)) else {
             continue; // not a candidate, or empty (framed form "\n\n": never deduped)
         };
-        let text = texts[i];
+        let text = t.result_text(all[i]);
+        let text = text.as_ref();
         let is_error = t.result(all[i]).is_error;
         // Later results that may be identical, and later results holding our key line.
         let same = later(by_framed.get(&framed[i]), i);
@@ -226,13 +230,14 @@ pub fn decide_excluding(
             if !kept[j] || other.is_error != is_error {
                 continue;
             }
-            let found = if framed[j] == framed[i] && comparable_body(&other.text) == my_framed {
+            let other_text = t.text(other);
+            let found = if framed[j] == framed[i] && comparable_body(&other_text) == my_framed {
                 Some((
                     format!("[identical output kept at {}]", other.id),
                     "identical_output_kept_later",
                 ))
             } else {
-                find_lines(text, my_lines, &other.text, &lines[j]).map(|p| {
+                find_lines(text, my_lines, &other_text, &lines[j]).map(|p| {
                     let first = p + 1;
                     let last = first + my_lines.len() - 1;
                     (
@@ -276,12 +281,12 @@ pub fn decide_excluding(
 /// and result ids/flags; every changed result holds a note whose claim is true against the
 /// first later unchanged result with the named id. Returns the violations (empty = pass).
 pub fn verify(original: &Transcript, compacted: &Transcript) -> Vec<String> {
-    verify_with(original, compacted, &|_, _| false)
+    verify_with(original, compacted, &|_, _, _| false)
 }
 
-/// A verifier hook: `allow(original_result, new_text)` accepts a changed result that is not
+/// A verifier hook: `allow(original_result, original_text, new_text)` accepts a changed result that is not
 /// a lossless note (the recoverable and stashed modes' own pointers).
-pub type Allow<'a> = &'a (dyn Fn(&crate::transcript::ToolResult, &str) -> bool + Sync);
+pub type Allow<'a> = &'a (dyn Fn(&crate::transcript::ToolResult, &str, &str) -> bool + Sync);
 
 /// [`verify`] with an [`Allow`] hook.
 pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'_>) -> Vec<String> {
@@ -328,13 +333,26 @@ pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'
     if !v.is_empty() {
         return v;
     }
-    let new: Vec<&str> = compacted
-        .messages
-        .iter()
-        .flat_map(|m| &m.results)
-        .map(|r| r.text.as_str())
-        .collect();
-    v.extend(check_changes(original, |i| new.get(i).copied(), allow));
+    let new: Vec<&crate::transcript::ToolResult> =
+        compacted.messages.iter().flat_map(|m| &m.results).collect();
+    let old: Vec<&crate::transcript::ToolResult> =
+        original.messages.iter().flat_map(|m| &m.results).collect();
+    let unchanged: Vec<bool> = {
+        use rayon::prelude::*;
+        (0..old.len())
+            .into_par_iter()
+            .map(|i| {
+                new.get(i)
+                    .is_some_and(|n| compacted.text(n) == original.text(old[i]))
+            })
+            .collect()
+    };
+    v.extend(check_changes(
+        original,
+        &unchanged,
+        |i| new.get(i).map(|n| compacted.text(n)),
+        allow,
+    ));
     v
 }
 
@@ -342,7 +360,7 @@ pub fn verify_with(original: &Transcript, compacted: &Transcript, allow: Allow<'
 /// the output again: every changed result must hold a note whose claim is true against the
 /// first later unchanged result with the named id and the same `is_error`.
 pub fn verify_decisions(t: &Transcript, decisions: &[Decision]) -> Vec<String> {
-    verify_decisions_with(t, decisions, &|_, _| false)
+    verify_decisions_with(t, decisions, &|_, _, _| false)
 }
 
 /// [`verify_decisions`] for a policy that also replaces results (`Replace` decisions): their
@@ -380,29 +398,27 @@ pub fn verify_decisions_with(
             )),
         }
     }
-    let old: Vec<&crate::transcript::ToolResult> =
-        t.messages.iter().flat_map(|m| &m.results).collect();
+    let unchanged: Vec<bool> = (0..flat.len()).map(|i| !changed.contains_key(&i)).collect();
     v.extend(check_changes(
         t,
-        |i| Some(changed.get(&i).copied().unwrap_or(old[i].text.as_str())),
+        &unchanged,
+        |i| changed.get(&i).map(|note| Cow::Borrowed(*note)),
         allow,
     ));
     v
 }
 
-/// The note checks shared by [`verify`] and [`verify_decisions`]. `new_text(i)` is the text of
-/// flat result `i` after the pass.
+/// The note checks shared by [`verify`] and [`verify_decisions`]. `unchanged[i]` says whether
+/// flat result `i` kept its text; `new_text(i)` is its text after the pass.
 fn check_changes<'n>(
     original: &Transcript,
-    new_text: impl Fn(usize) -> Option<&'n str> + Sync,
+    unchanged: &[bool],
+    new_text: impl Fn(usize) -> Option<Cow<'n, str>> + Sync,
     allow: Allow<'_>,
 ) -> Vec<String> {
     use rayon::prelude::*;
     let old: Vec<&crate::transcript::ToolResult> =
         original.messages.iter().flat_map(|m| &m.results).collect();
-    let unchanged: Vec<bool> = (0..old.len())
-        .map(|i| new_text(i) == Some(old[i].text.as_str()))
-        .collect();
     // Positions of each result id, in transcript order, so a note's target is found without
     // scanning every later result.
     let mut by_id: FastMap<&str, Vec<usize>> = FastMap::default();
@@ -411,7 +427,12 @@ fn check_changes<'n>(
     }
     // Each result is checked on its own (in parallel); violations come back in order.
     let check = |(i, a): (usize, &&crate::transcript::ToolResult)| {
-        if unchanged[i] || new_text(i).is_some_and(|n| allow(a, n)) {
+        if unchanged[i] {
+            return None;
+        }
+        let new = new_text(i);
+        let old_text = original.text(a);
+        if new.as_deref().is_some_and(|n| allow(a, &old_text, n)) {
             return None;
         }
         let target = |id: &str| {
@@ -422,7 +443,10 @@ fn check_changes<'n>(
                     .map(|&j| old[j])
             })
         };
-        (!new_text(i).is_some_and(|note| check_note(note, a, target))).then(|| {
+        (!new
+            .as_deref()
+            .is_some_and(|note| check_note(original, note, &old_text, target)))
+        .then(|| {
             format!(
                 "result {} changed and its note does not point at a later unchanged result that holds its exact text",
                 a.id
@@ -432,9 +456,12 @@ fn check_changes<'n>(
     old.par_iter().enumerate().filter_map(check).collect()
 }
 
+/// Is `note` true of the original text `original`? `target_of(id)` is the result a note's id
+/// names (in transcript `t`).
 fn check_note<'a>(
+    t: &Transcript,
     note: &str,
-    original: &crate::transcript::ToolResult,
+    original: &str,
     target_of: impl Fn(&str) -> Option<&'a crate::transcript::ToolResult>,
 ) -> bool {
     if let Some(id) = note
@@ -442,7 +469,7 @@ fn check_note<'a>(
         .and_then(|s| s.strip_suffix(']'))
     {
         return target_of(id)
-            .is_some_and(|t| comparable_body(&t.text) == comparable_body(&original.text));
+            .is_some_and(|r| comparable_body(&t.text(r)) == comparable_body(original));
     }
     if let Some(rest) = note
         .strip_prefix("[output = lines ")
@@ -460,9 +487,10 @@ fn check_note<'a>(
         if first == 0 || last < first {
             return false;
         }
-        return target_of(id).is_some_and(|t| {
-            let lines: Vec<&str> = t.text.split('\n').collect();
-            last <= lines.len() && lines[first - 1..last].join("\n") == original.text
+        return target_of(id).is_some_and(|r| {
+            let text = t.text(r);
+            let lines: Vec<&str> = text.split('\n').collect();
+            last <= lines.len() && lines[first - 1..last].join("\n") == original
         });
     }
     false
@@ -540,7 +568,8 @@ mod tests {
         let kinds: Vec<&str> = decisions.iter().map(|d| d.action.kind()).collect();
         assert_eq!(kinds, ["dedupe", "dedupe", "keep", "keep"]);
         let rebuilt = crate::rebuild::apply(&t, &src, &decisions);
-        let after = crate::transcript::lcc::parse(&rebuilt.text).unwrap();
+        let out = rebuilt.text(&src);
+        let after = crate::transcript::lcc::parse(&out).unwrap();
         assert_eq!(verify(&t, &after), Vec::<String>::new());
     }
 

@@ -147,13 +147,9 @@ fn without_run_metadata(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(py_strip(&out).to_string())
 }
 
-fn result_text<'a>(c: &CallView<'a>) -> &'a str {
-    c.result.map_or("", |r| r.text.as_str())
-}
-
 fn same_output(a: &CallView<'_>, b: &CallView<'_>) -> bool {
-    let (x, y) = (result_text(a), result_text(b));
-    x == y || without_run_metadata(x) == without_run_metadata(y)
+    let (x, y) = (a.text(), b.text());
+    x == y || without_run_metadata(&x) == without_run_metadata(&y)
 }
 
 /// Files a call edits: an edit tool's path, or the file headers of an `apply_patch` body in
@@ -243,9 +239,7 @@ fn protections(
             "named_in_goal",
         );
         protect(
-            latest(&|i, c| {
-                mentions(&inputs[i], r) || c.result.is_some_and(|res| mentions(&res.text, r))
-            }),
+            latest(&|i, c| mentions(&inputs[i], r) || c.result.is_some() && mentions(&c.text(), r)),
             "named_in_goal",
         );
     }
@@ -373,7 +367,8 @@ pub fn decide(ctx: &Context<'_>) -> Vec<Decision> {
         .zip(ctx.pairs())
         .map(|(&i, pair)| {
             let c = &calls[i];
-            let text = c.result.map_or("", |r| r.text.as_str());
+            let text = c.text();
+            let text = text.as_ref();
             let age = last_index.saturating_sub(c.at.message);
             let (action, reason) = if let Some(&r) = protected.get(&i) {
                 (Action::Keep, r.to_string())

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use crate::decide::Decision;
 use crate::pin::Pins;
 use crate::tokens::Counter;
-use crate::transcript::Transcript;
+use crate::transcript::{BlockRef, Transcript};
 
 pub use disk::{FileProbe, Stamp};
 
@@ -147,19 +147,18 @@ pub fn decide(
             extras.stash = stash;
             extras.notes_pending = true;
             if let Some(counter) = counter {
-                let texts: Vec<&str> = extras
+                let results: Vec<BlockRef> = extras
                     .stash
                     .iter()
-                    .filter_map(|(k, _)| d[*k].result.map(|r| t.result(r).text.as_str()))
+                    .filter_map(|(k, _)| d[*k].result)
                     .collect();
-                let counts: crate::fasthash::FastMap<&str, usize> = texts
+                let keys: Vec<_> = results.iter().map(|&r| t.text_key(t.result(r))).collect();
+                let counts: crate::fasthash::FastMap<BlockRef, usize> = results
                     .iter()
                     .copied()
-                    .zip(counter.count_many(&texts))
+                    .zip(counter.count_texts(&keys).into_iter().map(|(n, _)| n))
                     .collect();
-                stash::finish_notes(t, &mut d, &mut extras, |r| {
-                    counts[t.result(r).text.as_str()]
-                });
+                stash::finish_notes(t, &mut d, &mut extras, |r| counts[&r]);
             }
             d
         }
@@ -243,7 +242,7 @@ mod tests {
         {"role": "assistant", "text": "done"}
     ]}"#;
 
-    fn setup() -> (Transcript, Pins) {
+    fn setup() -> (Transcript<'static>, Pins) {
         let t = transcript::parse(SRC, None).unwrap();
         let pairs = t.pairs().unwrap();
         let pins = crate::pin::select(&t, &pairs, 1);
@@ -323,15 +322,15 @@ mod tests {
     #[test]
     fn stash_notes_must_hold_their_own_hash() {
         let (t, _) = setup();
-        let text = &t.messages[2].results[1].text;
-        let good = stash::note(text, 9, &stash::digest(text));
+        let text = t.text(&t.messages[2].results[1]);
+        let good = stash::note(&text, 9, &stash::digest(&text));
         assert_eq!(
             check(RulesMode::Stashed, false, &[("b", &good)]),
             Vec::<String>::new()
         );
         // The same note on another result, or a note with another hash, is refused.
         assert_eq!(check(RulesMode::Stashed, false, &[("a", &good)]).len(), 1);
-        let other = stash::note(text, 9, &stash::digest("something else"));
+        let other = stash::note(&text, 9, &stash::digest("something else"));
         assert_eq!(check(RulesMode::Stashed, false, &[("b", &other)]).len(), 1);
         // Recovery pointers are not stash notes.
         let ptr = [("a", "[removed: re-read /r/a.py to recover]")];

@@ -572,10 +572,10 @@ impl Planner<'_, '_> {
         let Some(result) = c.result else {
             return Plan::Keep("not_recoverable");
         };
-        let (body, ok) = disk::body(&result.text);
+        let text = c.text();
+        let (body, ok) = disk::body(&text);
         let mut reason: Option<&'static str> = protected.get(&i).copied();
-        if reason.is_none() && (result.is_error || result.text.contains("<tool_use_error>") || !ok)
-        {
+        if reason.is_none() && (result.is_error || text.contains("<tool_use_error>") || !ok) {
             reason = Some("failed_result");
         }
         let cmd = info.cmd.as_deref();
@@ -595,7 +595,7 @@ impl Planner<'_, '_> {
             return Plan::Keep(r);
         }
         let shorter = |hit: Hit| {
-            if hit.note.chars().count() < result.text.chars().count() {
+            if hit.note.chars().count() < text.chars().count() {
                 Plan::Replace(hit)
             } else {
                 Plan::Keep("not_recoverable")
@@ -760,16 +760,16 @@ pub fn valid_pointers(
 pub fn allow<'a>(
     ctx: &'a Context<'a>,
     allow_command_pointers: bool,
-) -> impl Fn(&ToolResult, &str) -> bool + 'a {
+) -> impl Fn(&ToolResult, &str, &str) -> bool + 'a {
     let by_id: HashMap<&str, usize> = ctx
         .calls
         .iter()
         .enumerate()
         .map(|(i, c)| (c.call.id.as_str(), i))
         .collect();
-    move |old: &ToolResult, new: &str| {
+    move |old: &ToolResult, old_text: &str, new: &str| {
         by_id.get(old.id.as_str()).is_some_and(|&i| {
-            valid_pointers(&ctx.calls[i], &old.text, allow_command_pointers)
+            valid_pointers(&ctx.calls[i], old_text, allow_command_pointers)
                 .iter()
                 .any(|p| p == new)
         })

@@ -114,18 +114,18 @@ pub fn decide(
         .map(|(p, _)| p.result)
         .collect();
     let base = super::lossless::decide_excluding(ctx.t, ctx.pairs(), &unavailable);
-    let texts: Vec<&str> = ctx
+    let texts: Vec<BlockRef> = ctx
         .pairs()
         .iter()
         .zip(&eligible)
         .filter(|(_, e)| e.is_some())
-        .map(|(p, _)| ctx.t.result(p.result).text.as_str())
+        .map(|(p, _)| p.result)
         .collect();
     let mut digests = {
         use rayon::prelude::*;
         texts
             .par_iter()
-            .map(|t| digest(t))
+            .map(|&r| digest(&ctx.t.result_text(r)))
             .collect::<Vec<_>>()
             .into_iter()
     };
@@ -174,9 +174,9 @@ pub fn finish_notes(
         let Some(r) = d.result else {
             return false;
         };
-        let text = &t.result(r).text;
-        let note = note(text, tokens(r), hash);
-        if !shorter(&note, text) {
+        let text = t.result_text(r);
+        let note = note(&text, tokens(r), hash);
+        if !shorter(&note, &text) {
             d.action = Action::Keep;
             d.reason = "short_result_kept_whole".into();
             return false;
@@ -203,8 +203,8 @@ fn shorter(note: &str, text: &str) -> bool {
 }
 
 /// The verifier's hook: a changed result is accepted when it is its own stash note.
-pub fn allow(old: &ToolResult, new: &str) -> bool {
-    is_note_of(&old.text, new)
+pub fn allow(_old: &ToolResult, old_text: &str, new: &str) -> bool {
+    is_note_of(old_text, new)
 }
 
 /// Is `id` a stash id (12 to 64 lowercase hex digits)?

@@ -53,7 +53,7 @@ pub(crate) fn messages_node<'n>(
     }
 }
 
-pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
+pub fn from_node<'s>(src: &'s str, root: &Node) -> Result<Transcript<'s>, ParseError> {
     let (msgs, prefix) = messages_node(root, &["messages"], "messages")?;
     let mut layout = Layout::default();
     let container = layout.add_node(msgs, None);
@@ -91,6 +91,7 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
         });
     }
     Ok(Transcript {
+        src,
         format: Format::Anthropic,
         messages,
         layout,

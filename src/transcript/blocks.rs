@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::json::{self, Kind, Node};
 
 use super::{
-    call_input, is_blank, Call, Layout, ParseError, Slot, TextBlock, TextSlot, ToolResult,
+    call_input, is_blank, Call, Layout, ParseError, Slot, Text, TextBlock, TextSlot, ToolResult,
 };
 
 /// What a content value holds.
@@ -66,15 +66,13 @@ fn part_type(src: &str, n: &Node) -> Option<String> {
     str_field(src, n, "type")
 }
 
-/// The text of a part whose type is one of `text_types` and whose `text` is a string.
-fn text_of_part(src: &str, n: &Node, text_types: &[&str]) -> Option<(String, usize, usize)> {
+/// The `text` value of a part whose type is one of `text_types` and whose `text` is a string.
+fn text_part<'n>(src: &str, n: &'n Node, text_types: &[&str]) -> Option<&'n Node> {
     let ty = part_type(src, n)?;
     if !text_types.contains(&ty.as_str()) {
         return None;
     }
-    let v = n.get("text")?;
-    let s = v.as_str(src)?;
-    Some((s.into_owned(), v.start, v.end))
+    n.get("text").filter(|v| matches!(v.kind, Kind::Str { .. }))
 }
 
 /// A result's text and where to write a new one: `owner[key]` as a string, an array of parts,
@@ -85,10 +83,10 @@ pub fn result_text(
     key: &'static str,
     text_types: &[&str],
     text_type: &'static str,
-) -> (String, TextSlot) {
+) -> (Text, TextSlot) {
     let Some(v) = owner.get(key) else {
         return (
-            String::new(),
+            Text::empty(),
             TextSlot::InsertMember {
                 open: owner.start,
                 key,
@@ -100,29 +98,43 @@ pub fn result_text(
         end: v.end,
     };
     match &v.kind {
-        Kind::Str { .. } => (v.as_str(src).unwrap_or_default().into_owned(), value_slot),
-        Kind::Null => (String::new(), value_slot),
+        Kind::Str { .. } => (Text::of_node(v).unwrap_or_else(Text::empty), value_slot),
+        Kind::Null => (Text::empty(), value_slot),
         Kind::Array(items) => {
             let mut pieces = Vec::with_capacity(items.len());
             let mut first_text = None;
             for it in items {
-                match text_of_part(src, it, text_types) {
-                    Some((t, vs, ve)) => {
+                match text_part(src, it, text_types) {
+                    Some(value) => {
                         if first_text.is_none() {
                             first_text = Some(TextBlock {
                                 start: it.start,
                                 end: it.end,
-                                value_start: vs,
-                                value_end: ve,
+                                value_start: value.start,
+                                value_end: value.end,
                             });
                         }
-                        pieces.push(t);
+                        pieces.push(Ok(value));
                     }
-                    None => pieces.push(part_placeholder(src, it)),
+                    None => pieces.push(Err(part_placeholder(src, it))),
                 }
             }
+            // One text part (the usual case) is read from the source like a plain string.
+            let text = match pieces.as_slice() {
+                [Ok(value)] => Text::of_node(value).unwrap_or_else(Text::empty),
+                _ => Text::Owned(
+                    pieces
+                        .iter()
+                        .map(|p| match p {
+                            Ok(value) => value.as_str(src).unwrap_or_default(),
+                            Err(placeholder) => std::borrow::Cow::Borrowed(placeholder.as_str()),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+            };
             (
-                pieces.join("\n"),
+                text,
                 TextSlot::Blocks {
                     start: v.start,
                     end: v.end,
@@ -131,7 +143,10 @@ pub fn result_text(
                 },
             )
         }
-        _ => (json::py_dumps(&v.to_value(src), false), value_slot),
+        _ => (
+            Text::Owned(json::py_dumps(&v.to_value(src), false)),
+            value_slot,
+        ),
     }
 }
 
@@ -150,8 +165,8 @@ pub fn parts_text(src: &str, v: Option<&Node>, text_types: &[&str]) -> (String, 
             let mut texts = Vec::new();
             let mut other = false;
             for it in items {
-                match text_of_part(src, it, text_types) {
-                    Some((t, _, _)) => texts.push(t),
+                match text_part(src, it, text_types).and_then(|n| n.as_str(src)) {
+                    Some(t) => texts.push(t),
                     None => other = true,
                 }
             }

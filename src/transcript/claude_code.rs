@@ -69,7 +69,7 @@ pub struct Link {
 
 const LINK_KEYS: [&str; 3] = ["parentUuid", "logicalParentUuid", "leafUuid"];
 
-pub fn parse(src: &str) -> Result<Transcript, ParseError> {
+pub fn parse(src: &str) -> Result<Transcript<'_>, ParseError> {
     let mut layout = Layout::default();
     let lines = layout.add(Container {
         kind: ContainerKind::Lines,
@@ -96,6 +96,7 @@ pub fn parse(src: &str) -> Result<Transcript, ParseError> {
     })?;
     layout.chain = Some(chain);
     Ok(Transcript {
+        src,
         format: Format::ClaudeCode,
         messages,
         layout,

@@ -21,7 +21,7 @@ use super::{
     jsonl, Companion, Container, ContainerKind, Format, Layout, ParseError, Slot, Transcript,
 };
 
-pub fn parse(src: &str) -> Result<Transcript, ParseError> {
+pub fn parse(src: &str) -> Result<Transcript<'_>, ParseError> {
     let mut layout = Layout::default();
     let lines = layout.add(Container {
         kind: ContainerKind::Lines,
@@ -83,6 +83,7 @@ pub fn parse(src: &str) -> Result<Transcript, ParseError> {
     }
     layout.companions = companions;
     Ok(Transcript {
+        src,
         format: Format::Codex,
         messages,
         layout,

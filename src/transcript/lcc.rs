@@ -10,8 +10,8 @@
 use crate::json::{self, Kind, Node};
 
 use super::{
-    call_input, is_blank, Call, Format, Layout, Message, ParseError, Slot, TextSlot, ToolResult,
-    Transcript,
+    call_input, is_blank, Call, Format, Layout, Message, ParseError, Slot, Text, TextSlot,
+    ToolResult, Transcript,
 };
 
 const ID_KEYS: [&str; 3] = ["tool_use_id", "id", "tool_call_id"];
@@ -36,7 +36,7 @@ pub fn looks_like(root: &Node, src: &str) -> bool {
     })
 }
 
-pub fn parse(src: &str) -> Result<Transcript, ParseError> {
+pub fn parse(src: &str) -> Result<Transcript<'_>, ParseError> {
     // Build only the top two levels; each message is built, read and dropped in turn, so the
     // whole-file tree never exists at once.
     let start = if src.starts_with('\u{feff}') { 3 } else { 0 };
@@ -45,7 +45,7 @@ pub fn parse(src: &str) -> Result<Transcript, ParseError> {
     from_node(src, &root)
 }
 
-pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
+pub fn from_node<'s>(src: &'s str, root: &Node) -> Result<Transcript<'s>, ParseError> {
     let mut layout = Layout::default();
     let (msgs_node, prefix) = match &root.kind {
         Kind::Array(_) => (root.clone(), String::new()),
@@ -96,6 +96,7 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
         )
     })?;
     Ok(Transcript {
+        src,
         format: Format::Lcc,
         messages,
         layout,
@@ -278,10 +279,10 @@ fn result(src: &str, b: &Node, path: String, slot: Slot) -> Result<ToolResult, P
     };
     let (text, text_slot) = match b.get("text") {
         Some(n) => {
-            let text = match n.as_str(src) {
-                Some(s) => s.into_owned(),
-                None if n.is_null() => String::new(),
-                None => json::py_dumps(&n.to_value(src), false),
+            let text = match Text::of_node(n) {
+                Some(text) => text,
+                None if n.is_null() => Text::empty(),
+                None => Text::Owned(json::py_dumps(&n.to_value(src), false)),
             };
             (
                 text,
@@ -292,7 +293,7 @@ fn result(src: &str, b: &Node, path: String, slot: Slot) -> Result<ToolResult, P
             )
         }
         None => (
-            String::new(),
+            Text::empty(),
             TextSlot::InsertMember {
                 open: b.start,
                 key: "text",
@@ -336,7 +337,7 @@ pub fn write(t: &Transcript) -> String {
                 let results = m.results.iter().map(|r| {
                     let mut b = Map::new();
                     b.insert("tool_use_id".into(), Value::String(r.id.clone()));
-                    b.insert("text".into(), Value::String(r.text.clone()));
+                    b.insert("text".into(), Value::String(t.text(r).into_owned()));
                     if r.is_error {
                         b.insert("is_error".into(), Value::Bool(true));
                     }

@@ -280,10 +280,90 @@ pub struct Call {
     pub path: String,
 }
 
+/// A tool result's text. Results hold most of a transcript's bytes, so a text that is one JSON
+/// string in the source is not copied out of it: it is decoded from its span when asked for
+/// ([`Transcript::text`]), and nothing holds every decoded text at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Text {
+    /// The JSON string token (quotes included) at `src[start..end]`; `escaped` when it holds
+    /// a backslash escape.
+    Json {
+        start: usize,
+        end: usize,
+        escaped: bool,
+    },
+    /// A text that is not one string of the source: parts joined, a non-string value
+    /// serialized, or none at all (empty).
+    Owned(String),
+}
+
+impl Text {
+    /// The text of a string node, or `None` for any other node.
+    pub fn of_node(n: &json::Node) -> Option<Text> {
+        match n.kind {
+            json::Kind::Str { escaped } => Some(Text::Json {
+                start: n.start,
+                end: n.end,
+                escaped,
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn empty() -> Text {
+        Text::Owned(String::new())
+    }
+
+    /// The text itself: borrowed unless an escape has to be decoded.
+    pub fn get<'a>(&'a self, src: &'a str) -> std::borrow::Cow<'a, str> {
+        match self {
+            Text::Json {
+                start,
+                end,
+                escaped,
+            } => json::decode_token(&src[*start..*end], *escaped),
+            Text::Owned(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+
+    /// What identifies the text without decoding it: equal keys mean equal texts (two equal
+    /// texts may still have different keys when their sources escape them differently).
+    pub fn key<'a>(&'a self, src: &'a str) -> TextKey<'a> {
+        match self {
+            Text::Json { start, end, .. } => TextKey::Json(&src[*start..*end]),
+            Text::Owned(s) => TextKey::Plain(s),
+        }
+    }
+}
+
+/// A text by its source form: a JSON string token, or plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TextKey<'a> {
+    Json(&'a str),
+    Plain(&'a str),
+}
+
+impl<'a> TextKey<'a> {
+    /// The text itself (decoding a JSON token).
+    pub fn text(self) -> std::borrow::Cow<'a, str> {
+        match self {
+            TextKey::Json(raw) => json::decode_token(raw, raw.contains('\\')),
+            TextKey::Plain(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+
+    /// The length of the source form: an upper bound of the text's length in bytes.
+    pub fn source_len(self) -> usize {
+        match self {
+            TextKey::Json(raw) | TextKey::Plain(raw) => raw.len(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ToolResult {
     pub id: String,
-    pub text: String,
+    pub text: Text,
     pub is_error: bool,
     pub slot: Slot,
     pub text_slot: TextSlot,
@@ -305,7 +385,9 @@ pub struct Message {
 
 /// A parsed transcript: the typed messages and where they are in `src`.
 #[derive(Debug, Clone)]
-pub struct Transcript {
+pub struct Transcript<'s> {
+    /// The source the transcript was read from (result texts are read from it).
+    pub src: &'s str,
     pub format: Format,
     pub messages: Vec<Message>,
     pub layout: Layout,
@@ -327,12 +409,32 @@ pub struct Pair {
     pub result: BlockRef,
 }
 
-impl Transcript {
+impl<'s> Transcript<'s> {
     pub fn call(&self, r: BlockRef) -> &Call {
         &self.messages[r.message].calls[r.block]
     }
     pub fn result(&self, r: BlockRef) -> &ToolResult {
         &self.messages[r.message].results[r.block]
+    }
+
+    /// A result's text (decoded from the source when it holds escapes).
+    pub fn text<'a>(&'a self, r: &'a ToolResult) -> std::borrow::Cow<'a, str> {
+        r.text.get(self.src)
+    }
+
+    /// The text of the result at `r`.
+    pub fn result_text(&self, r: BlockRef) -> std::borrow::Cow<'_, str> {
+        self.text(self.result(r))
+    }
+
+    /// A result's text length in characters.
+    pub fn text_chars(&self, r: &ToolResult) -> usize {
+        self.text(r).chars().count()
+    }
+
+    /// A result's text by its source form (see [`Text::key`]).
+    pub fn text_key<'a>(&'a self, r: &'a ToolResult) -> TextKey<'a> {
+        r.text.key(self.src)
     }
 
     /// Pair every call with the result carrying its id, wherever it sits. Calls without a
@@ -432,7 +534,7 @@ impl std::error::Error for ParseError {}
 
 /// Read `src` in the given format, or in the format [`detect`] finds (an error naming
 /// `--format` when it cannot tell).
-pub fn parse(src: &str, format: Option<Format>) -> Result<Transcript, ParseError> {
+pub fn parse(src: &str, format: Option<Format>) -> Result<Transcript<'_>, ParseError> {
     let root = match format {
         Some(Format::ClaudeCode) => return claude_code::parse(src),
         Some(Format::Codex) => return codex::parse(src),
@@ -456,7 +558,11 @@ fn document(src: &str) -> Result<json::Node, ParseError> {
     json::parse(src).map_err(|e| ParseError::syntax(src, &e))
 }
 
-fn from_document(f: Format, src: &str, root: &json::Node) -> Result<Transcript, ParseError> {
+fn from_document<'s>(
+    f: Format,
+    src: &'s str,
+    root: &json::Node,
+) -> Result<Transcript<'s>, ParseError> {
     match f {
         Format::Lcc => lcc::from_node(src, root),
         Format::Anthropic => anthropic::from_node(src, root),

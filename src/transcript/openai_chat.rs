@@ -21,7 +21,7 @@ use super::anthropic::messages_node;
 use super::blocks::{arguments_value, id_field, is_true, parts_text, result_text};
 use super::{is_blank, Call, Format, Layout, Message, ParseError, Slot, ToolResult, Transcript};
 
-pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
+pub fn from_node<'s>(src: &'s str, root: &Node) -> Result<Transcript<'s>, ParseError> {
     let (msgs, prefix) = messages_node(root, &["messages", "history"], "messages")?;
     let mut layout = Layout::default();
     let container = layout.add_node(msgs, None);
@@ -113,6 +113,7 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
         });
     }
     Ok(Transcript {
+        src,
         format: Format::OpenAiChat,
         messages,
         layout,

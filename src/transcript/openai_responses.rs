@@ -108,7 +108,7 @@ impl Builder {
     }
 }
 
-pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
+pub fn from_node<'s>(src: &'s str, root: &Node) -> Result<Transcript<'s>, ParseError> {
     let (items, prefix) = messages_node(root, &["input", "items"], "items")?;
     let mut layout = Layout::default();
     let container = layout.add_node(items, None);
@@ -135,6 +135,7 @@ pub fn from_node(src: &str, root: &Node) -> Result<Transcript, ParseError> {
     let (messages, companions) = b.finish();
     layout.companions = companions;
     Ok(Transcript {
+        src,
         format: Format::OpenAiResponses,
         messages,
         layout,

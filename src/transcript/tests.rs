@@ -69,18 +69,18 @@ fn message_span<'s>(t: &Transcript, src: &'s str, mi: usize) -> &'s str {
 }
 
 struct Outcome {
-    before: Transcript,
-    after: Transcript,
+    before: Transcript<'static>,
+    after: Transcript<'static>,
     text: String,
 }
 
 /// Drop R1, B1 and E1; trim R2 to 20 chars; dedupe nothing else.
-fn run(format: Format, src: &str, prefix: &str) -> Outcome {
+fn run(format: Format, src: &'static str, prefix: &str) -> Outcome {
     let t = parse(src, None).unwrap();
     assert_eq!(t.format, format);
     let id = |s: &str| format!("{prefix}{s}");
     let r2 = pair(&t, &id("R2"));
-    let trimmed = decide::trimmed(&t.result(r2.result).text, "Read", 20).unwrap();
+    let trimmed = decide::trimmed(&t.result_text(r2.result), "Read", 20).unwrap();
     let decisions = vec![
         decision(pair(&t, &id("R1")), Action::Drop),
         decision(pair(&t, &id("B1")), Action::Drop),
@@ -88,7 +88,8 @@ fn run(format: Format, src: &str, prefix: &str) -> Outcome {
         decision(pair(&t, &id("E1")), Action::Drop),
     ];
     let out = rebuild::apply(&t, src, &decisions);
-    let after = parse(&out.text, Some(format))
+    let text: &'static str = out.text(src).leak();
+    let after = parse(text, Some(format))
         .unwrap_or_else(|e| panic!("{}: output does not parse: {e}", format.name()));
     assert!(after.warnings.is_empty(), "{:?}", after.warnings);
 
@@ -107,7 +108,7 @@ fn run(format: Format, src: &str, prefix: &str) -> Outcome {
         );
     }
     let r2_after = pair(&after, &id("R2"));
-    assert_eq!(after.result(r2_after.result).text, trimmed);
+    assert_eq!(after.result_text(r2_after.result), trimmed);
     // No orphan: every surviving call still has its result and the reverse.
     let (calls_before, results_before) = pairing(&t);
     for c in &calls {
@@ -141,7 +142,7 @@ fn run(format: Format, src: &str, prefix: &str) -> Outcome {
             };
             assert_eq!(
                 unlinked(message_span(&t, src, bi)),
-                unlinked(message_span(&after, &out.text, ai)),
+                unlinked(message_span(&after, text, ai)),
                 "{}: message {bi} changed",
                 format.name()
             );
@@ -150,7 +151,7 @@ fn run(format: Format, src: &str, prefix: &str) -> Outcome {
     Outcome {
         before: t,
         after,
-        text: out.text,
+        text: text.to_string(),
     }
 }
 
@@ -343,16 +344,14 @@ fn blocks_without_a_text_block_become_one() {
     let t = parse(src, None).unwrap();
     assert_eq!(t.format, Format::Anthropic);
     let d = |id: &str| decision(pair(&t, id), Action::Trim(format!("new {id}")));
-    let out = rebuild::apply(&t, src, &[d("t1"), d("t2")]);
-    let after = parse(&out.text, None).unwrap();
-    assert_eq!(after.result(pair(&after, "t1").result).text, "new t1");
-    assert_eq!(after.result(pair(&after, "t2").result).text, "new t2");
-    assert!(out
-        .text
-        .contains(r#""content": [{"type":"text","text":"new t2"}]"#));
+    let out = rebuild::apply(&t, src, &[d("t1"), d("t2")]).text(src);
+    let after = parse(&out, None).unwrap();
+    assert_eq!(after.result_text(pair(&after, "t1").result), "new t1");
+    assert_eq!(after.result_text(pair(&after, "t2").result), "new t2");
+    assert!(out.contains(r#""content": [{"type":"text","text":"new t2"}]"#));
     // The image placeholder made the original text differ from a text-only result.
-    assert!(t.result(pair(&t, "t2").result).text.contains("image/png"));
-    let _ = json::parse(&out.text).unwrap();
+    assert!(t.result_text(pair(&t, "t2").result).contains("image/png"));
+    let _ = json::parse(&out).unwrap();
 }
 
 #[test]
@@ -371,14 +370,14 @@ fn twin_in_lcc_shape_has_the_same_typed_view() {
                     .map(|c| (c.id.clone(), c.tool.clone(), c.input.clone()))
                     .collect()
             };
-            let results = |m: &super::Message| -> Vec<(String, String, bool)> {
+            let results = |t: &Transcript, m: &super::Message| -> Vec<(String, String, bool)> {
                 m.results
                     .iter()
-                    .map(|r| (r.id.clone(), r.text.clone(), r.is_error))
+                    .map(|r| (r.id.clone(), t.text(r).into_owned(), r.is_error))
                     .collect()
             };
             assert_eq!(calls(a), calls(b));
-            assert_eq!(results(a), results(b));
+            assert_eq!(results(&t, a), results(&tt, b));
         }
     }
 }
@@ -396,7 +395,7 @@ fn formats_agree_on_the_session() {
                 let id = t.call(p.call).id.trim_start_matches(prefix).to_string();
                 (
                     id,
-                    t.result(p.result).text.clone(),
+                    t.result_text(p.result).into_owned(),
                     t.call(p.call).tool.clone(),
                 )
             })
@@ -473,8 +472,8 @@ fn claude_code_links_follow_removed_records() {
         decision(pair(&t, "t1"), Action::Drop),
         decision(pair(&t, "t2"), Action::Drop),
     ];
-    let out = rebuild::apply(&t, src, &decisions);
-    let recs = records(&out.text);
+    let out = rebuild::apply(&t, src, &decisions).text(src);
+    let recs = records(&out);
     let by_uuid: HashMap<&str, &serde_json::Value> = recs
         .iter()
         .filter_map(|r| r.get("uuid").and_then(|u| u.as_str()).map(|u| (u, r)))
@@ -494,7 +493,7 @@ fn claude_code_links_follow_removed_records() {
     assert!(u2.get("sourceToolAssistantUUID").is_none(), "{u2}");
     assert_eq!(u2["parentUuid"], "b1");
     assert_eq!(recs.len(), 6);
-    let after = parse(&out.text, None).unwrap();
+    let after = parse(&out, None).unwrap();
     assert!(after.pairs().unwrap().is_empty());
     assert_eq!(after.messages.len(), 3);
 }
@@ -530,7 +529,7 @@ fn parallel_build_keeps_slots_and_the_first_error() {
         let r = &m.results[0];
         let (a, b) = t.layout.containers[r.slot.container].children[r.slot.index];
         assert!(src[a..b].contains(&format!(r#""tool_use_id":"c{i}""#)));
-        assert_eq!(r.text, format!("out {i}\nline"));
+        assert_eq!(t.text(r), format!("out {i}\nline"));
         // The block arrays are members of their own message's object.
         let member = t.layout.containers[c.slot.container].member_of.unwrap();
         assert_eq!(
