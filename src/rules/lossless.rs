@@ -72,13 +72,49 @@ fn comparable_body(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Hashes of each raw line of a text.
-fn line_hashes(text: &str) -> Vec<u64> {
-    text.split('\n').map(|l| hash_bytes(l.as_bytes())).collect()
+#[cfg(test)]
+fn line_hashes(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    push_line_hashes(text, &mut out);
+    out
+}
+
+/// Append the hashes of each raw line of a text. 32 bits are enough: a line hash only
+/// narrows the search, and every match is confirmed on the text itself.
+fn push_line_hashes(text: &str, out: &mut Vec<u32>) {
+    out.extend(text.split('\n').map(|l| hash_bytes(l.as_bytes()) as u32));
+}
+
+/// The line hashes of every result, stored end to end in chunks of [`LineHashes::CHUNK`]
+/// results (a vector per result would cost more than the hashes themselves).
+struct LineHashes {
+    /// Per chunk: the hashes, and where each result's hashes end.
+    chunks: Vec<(Vec<u32>, Vec<u32>)>,
+}
+
+impl LineHashes {
+    const CHUNK: usize = 256;
+
+    fn of(&self, i: usize) -> &[u32] {
+        let (hashes, ends) = &self.chunks[i / Self::CHUNK];
+        let k = i % Self::CHUNK;
+        let from = if k == 0 { 0 } else { ends[k - 1] as usize };
+        &hashes[from..ends[k] as usize]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        self.chunks.iter().flat_map(|(hashes, ends)| {
+            std::iter::once(0)
+                .chain(ends.iter().copied())
+                .zip(ends.iter().copied())
+                .map(move |(a, b)| &hashes[a as usize..b as usize])
+        })
+    }
 }
 
 /// First line index in `o_text` where `r_text`'s lines appear as a contiguous run of whole
 /// lines (found on line hashes, confirmed on the actual bytes), or `None`.
-fn find_lines(r_text: &str, r_hashes: &[u64], o_text: &str, o_hashes: &[u64]) -> Option<usize> {
+fn find_lines(r_text: &str, r_hashes: &[u32], o_text: &str, o_hashes: &[u32]) -> Option<usize> {
     let k = r_hashes.len();
     if k == 0 || k > o_hashes.len() {
         return None;
@@ -141,20 +177,29 @@ pub fn decide_excluding(
 
     // Index 1: the hash of every result's comparable form. Index 2 (below) needs the hashes
     // of its lines: both come from one decoding of each text.
-    let (framed, lines): (Vec<u64>, Vec<Vec<u64>>) = all
-        .par_iter()
-        .map(|r| {
-            let s = t.result_text(*r);
-            (hash_bytes(comparable_body(&s).as_bytes()), line_hashes(&s))
+    let (framed, chunks): (Vec<Vec<u64>>, Vec<(Vec<u32>, Vec<u32>)>) = all
+        .par_chunks(LineHashes::CHUNK)
+        .map(|rs| {
+            let mut framed = Vec::with_capacity(rs.len());
+            let (mut hashes, mut ends) = (Vec::new(), Vec::with_capacity(rs.len()));
+            for r in rs {
+                let s = t.result_text(*r);
+                framed.push(hash_bytes(comparable_body(&s).as_bytes()));
+                push_line_hashes(&s, &mut hashes);
+                ends.push(u32::try_from(hashes.len()).unwrap_or(u32::MAX));
+            }
+            (framed, (hashes, ends))
         })
         .unzip();
+    let framed: Vec<u64> = framed.concat();
+    let lines = LineHashes { chunks };
     let mut by_framed: FastMap<u64, Vec<usize>> = FastMap::default();
     for (i, h) in framed.iter().enumerate() {
         by_framed.entry(*h).or_default().push(i);
     }
     // Index 2: for each candidate its rarest line, and the results that hold that line.
-    let mut freq: FastMap<u64, u32> = FastMap::default();
-    for hs in &lines {
+    let mut freq: FastMap<u32, u32> = FastMap::default();
+    for hs in lines.iter() {
         for h in hs {
             *freq.entry(*h).or_default() += 1;
         }
@@ -162,12 +207,13 @@ pub fn decide_excluding(
     let to_key: Vec<usize> = is_candidate
         .keys()
         .copied()
-        .filter(|&i| !t.result(all[i]).text.get(t.src).is_empty())
+        .filter(|&i| !t.result(all[i]).text.is_empty())
         .collect();
-    let key_of: FastMap<usize, u64> = to_key
+    let key_of: FastMap<usize, u32> = to_key
         .par_iter()
         .filter_map(|&i| {
-            lines[i]
+            lines
+                .of(i)
                 .iter()
                 .min_by_key(|h| freq.get(h).copied().unwrap_or(0))
                 .map(|h| (i, *h))
@@ -176,7 +222,7 @@ pub fn decide_excluding(
         .into_iter()
         .collect();
     drop(freq);
-    let mut holders: FastMap<u64, Vec<usize>> = FastMap::default();
+    let mut holders: FastMap<u32, Vec<usize>> = FastMap::default();
     for h in key_of.values() {
         holders.entry(*h).or_default();
     }
@@ -203,7 +249,7 @@ pub fn decide_excluding(
         let same = later(by_framed.get(&framed[i]), i);
         let hold = later(holders.get(key), i);
         let my_framed = comparable_body(text);
-        let my_lines = &lines[i];
+        let my_lines = lines.of(i);
         let (mut a, mut b) = (0, 0);
         while a < same.len() || b < hold.len() {
             let j = match (same.get(a), hold.get(b)) {
@@ -237,7 +283,7 @@ pub fn decide_excluding(
                     "identical_output_kept_later",
                 ))
             } else {
-                find_lines(text, my_lines, &other_text, &lines[j]).map(|p| {
+                find_lines(text, my_lines, &other_text, lines.of(j)).map(|p| {
                     let first = p + 1;
                     let last = first + my_lines.len() - 1;
                     (

@@ -314,6 +314,14 @@ impl Text {
         Text::Owned(String::new())
     }
 
+    /// Is the text empty? (Without decoding it.)
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Text::Json { start, end, .. } => end - start == 2,
+            Text::Owned(s) => s.is_empty(),
+        }
+    }
+
     /// The text itself: borrowed unless an escape has to be decoded.
     pub fn get<'a>(&'a self, src: &'a str) -> std::borrow::Cow<'a, str> {
         match self {
