@@ -171,7 +171,7 @@ pub fn parse(src: &str) -> Result<Node, SyntaxError> {
 /// raw)? Eight bytes at a time: a byte below 0x20 borrows into its high bit when 0x20 is
 /// subtracted from it, and only such a byte (or one above it, once a lower byte already
 /// borrowed) sets a high bit that was clear in the input; bytes of 0x80 and up never count.
-pub(crate) fn has_control(run: &[u8]) -> bool {
+fn has_control(run: &[u8]) -> bool {
     const LOW: u64 = 0x2020_2020_2020_2020;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut words = run.chunks_exact(8);

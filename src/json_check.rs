@@ -10,7 +10,8 @@
 //!
 //! Chunks may split anything (an escape, a literal, a number, a multi-byte character): the
 //! state says where the previous chunk stopped. String content, most of a transcript's bytes,
-//! is skipped in bulk as the reader does.
+//! is skipped eight bytes at a time (one pass that stops at a quote, a backslash or a control
+//! character), and whole escapes are taken in place unless a chunk's end cuts them.
 
 use std::io::{self, Write};
 
@@ -388,37 +389,69 @@ impl Checker {
     fn string(&mut self, chunk: &[u8], mut i: usize, key: bool) -> Result<usize, SyntaxError> {
         let len = chunk.len();
         loop {
-            // Jump to the next quote or backslash, then check the skipped run for raw
-            // control characters in one pass, as the reader does.
-            let rest = &chunk[i..];
-            let skip = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-            let run = &rest[..skip];
-            if json::has_control(run) {
-                let p = run.iter().position(|&c| c < 0x20).unwrap_or(0);
-                return Err(err(self.base + i + p, "control character inside a string"));
-            }
-            i += skip;
+            i = special(chunk, i);
             if i == len {
                 return Ok(i);
             }
-            if chunk[i] == b'"' {
-                self.state = if key { State::Colon } else { State::After };
-                return Ok(i + 1);
-            }
-            // A backslash: take the common one-letter escapes here; anything else (a `\u`,
-            // an escape cut by the chunk's end, a bad escape) goes through the states.
-            match chunk.get(i + 1) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                _ => {
-                    self.state = State::Escape {
-                        key,
-                        at: self.base + i,
-                    };
+            match chunk[i] {
+                b'"' => {
+                    self.state = if key { State::Colon } else { State::After };
                     return Ok(i + 1);
                 }
+                b'\\' => {
+                    // Take whole escapes here; one cut by the chunk's end (or a bad one)
+                    // goes through the states, which report it as the reader does.
+                    match chunk.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u')
+                            if chunk
+                                .get(i + 2..i + 6)
+                                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                        {
+                            i += 6;
+                        }
+                        _ => {
+                            self.state = State::Escape {
+                                key,
+                                at: self.base + i,
+                            };
+                            return Ok(i + 1);
+                        }
+                    }
+                }
+                _ => return Err(err(self.base + i, "control character inside a string")),
             }
         }
     }
+}
+
+/// The index of the first byte at or after `from` that ends a run of plain string content
+/// (a quote, a backslash or a control character below 0x20), or `b.len()`.
+///
+/// Eight bytes at a time: `v - 0x01..01 & !v & 0x80..80` flags the zero bytes of `v`, and
+/// `x - 0x20..20 & !x & 0x80..80` the bytes of `x` below 0x20; a borrow can only flag a
+/// byte above a truly flagged one, so the lowest flag is exact.
+fn special(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while let Some(w) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let q = x ^ (ONES * u64::from(b'"'));
+        let s = x ^ (ONES * u64::from(b'\\'));
+        let hits = (q.wrapping_sub(ONES) & !q)
+            | (s.wrapping_sub(ONES) & !s)
+            | (x.wrapping_sub(ONES * 0x20) & !x);
+        let hits = hits & HIGH;
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && !matches!(b[i], b'"' | b'\\' | 0..=0x1f) {
+        i += 1;
+    }
+    i
 }
 
 /// A writer that checks the JSON syntax of everything written through it.
@@ -849,6 +882,34 @@ mod tests {
         );
     }
 
+    /// The word-at-a-time scan stops exactly where a byte-by-byte one does, wherever the
+    /// special byte sits in the word and whatever surrounds it.
+    #[test]
+    fn special_is_exact() {
+        let alphabet = [
+            0x00u8, 0x01, 0x0a, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2,
+            0xdc, 0xff,
+        ];
+        let mut rng = Lcg(5);
+        for round in 0..50_000 {
+            let run: Vec<u8> = (0..round % 29)
+                .map(|_| {
+                    if rng.below(6) == 0 {
+                        alphabet[rng.below(alphabet.len())]
+                    } else {
+                        0x23 + rng.below(0x38) as u8
+                    }
+                })
+                .collect();
+            let from = rng.below(run.len() + 1);
+            let want = run[from..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                .map_or(run.len(), |p| from + p);
+            assert_eq!(special(&run, from), want, "{run:?} from {from}");
+        }
+    }
+
     #[test]
     fn errors_stick_and_finish_repeats_them() {
         let mut c = Checker::new();
@@ -932,5 +993,125 @@ mod tests {
         assert_eq!(w.written(), 0);
         // Nothing was written, so nothing was checked: the document is empty.
         assert_eq!(w.into_parts().1.unwrap_err().offset, 0);
+    }
+
+    /// A transcript-like document of about `target` bytes: tool outputs (code, logs with
+    /// escaped newlines and quotes, some non-ASCII and `\u` escapes) are most of the bytes.
+    fn transcript_like(target: usize) -> String {
+        let mut rng = Lcg(9);
+        let words = [
+            "def",
+            "return",
+            "self",
+            "value",
+            "if",
+            "else",
+            "for",
+            "in",
+            "import",
+            "os",
+            "path",
+            "error",
+            "test_",
+            "assert",
+            "None",
+            "print(\"ok\")",
+            "x\ty",
+            "données",
+            "→",
+            "{",
+            "}",
+            "[1, 2]",
+            "\\",
+            "'q'",
+            "😀",
+            "\u{1}",
+        ];
+        let mut out = String::from("{\"messages\": [");
+        let mut n = 0;
+        while out.len() < target {
+            let lines = 1 + rng.below(200);
+            let mut text = String::new();
+            for _ in 0..lines {
+                for _ in 0..rng.below(12) {
+                    text.push_str(words[rng.below(words.len())]);
+                    text.push(' ');
+                }
+                text.push('\n');
+            }
+            if n > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!(
+                "{{\"role\": \"assistant\", \"text\": {}, \"toolUses\": [{{\"tool_use_id\": \"toolu_{n:06}\", \"tool\": \"Read\", \"input\": {{\"file_path\": \"/home/dev/acme/f{n}.py\", \"offset\": {}, \"limit\": -1.5e2}}}}]}}, ",
+                json::quote("Let me look at that file.", false),
+                rng.below(1000)
+            ));
+            out.push_str(&format!(
+                "{{\"role\": \"user\", \"toolResults\": [{{\"tool_use_id\": \"toolu_{n:06}\", \"text\": {}, \"is_error\": false}}]}}",
+                json::quote(&text, n % 7 == 0)
+            ));
+            n += 1;
+        }
+        out.push_str("]}\n");
+        out
+    }
+
+    /// Throughput, in release: `cargo test --release --lib json_check::tests::throughput --
+    /// --ignored --nocapture` (set `LCC_CHECK_BENCH_FILE` to time a real transcript instead of
+    /// a synthetic one). Prints figures; asserts only that the document is accepted.
+    #[test]
+    #[ignore = "a measurement: run by hand in release"]
+    fn throughput() {
+        use std::time::Instant;
+        // A real transcript (e.g. from the reference kit's generator) when one is named.
+        let doc = match std::env::var_os("LCC_CHECK_BENCH_FILE") {
+            Some(path) => std::fs::read_to_string(path).expect("read the bench file"),
+            None => transcript_like(40_000_000),
+        };
+        let mb = doc.len() as f64 / 1e6;
+        let b = doc.as_bytes();
+        // The output as `splice` would write it: big slices of the input and small edits.
+        let mut rng = Lcg(11);
+        let mut cuts = vec![0];
+        while *cuts.last().unwrap() < b.len() {
+            let big = *cuts.last().unwrap() + 1_000_000 + rng.below(3_000_000);
+            cuts.push(big.min(b.len()));
+            let small = big + 10 + rng.below(200);
+            cuts.push(small.min(b.len()));
+        }
+        cuts.dedup();
+        let time = |label: &str, f: &dyn Fn() -> Result<(), SyntaxError>| {
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let t = Instant::now();
+                f().unwrap();
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            println!(
+                "{label:<40} {mb:.1} MB  {:>7.1} ms  {:>6.0} MB/s",
+                best * 1e3,
+                mb / best
+            );
+        };
+        time("json::parse_shallow (whole text)", &|| {
+            json::parse_shallow(&doc, 0, doc.len(), 0).map(drop)
+        });
+        time("Checker: one chunk", &|| check_in(b, || usize::MAX));
+        time("Checker: 8 KiB chunks", &|| check_in(b, || 8192));
+        time("Checker: 1-4 MB slices + small edits", &|| {
+            let mut c = Checker::new();
+            for w in cuts.windows(2) {
+                c.feed(&b[w[0]..w[1]])?;
+            }
+            c.finish()
+        });
+        time("CheckedWriter to io::sink, 8 KiB", &|| {
+            let mut w = CheckedWriter::new(io::sink());
+            for piece in b.chunks(8192) {
+                w.write_all(piece).unwrap();
+            }
+            w.into_parts().1
+        });
     }
 }
