@@ -1,8 +1,8 @@
 //! A push (incremental) JSON syntax checker: the bytes of one document go in chunk by chunk,
 //! and nothing is kept but a small state and the stack of open containers.
 //!
-//! It accepts exactly what [`json::parse_shallow`] accepts over a whole document (after a
-//! leading BOM, as [`json::parse`] skips it): strict JSON plus `NaN`, `Infinity` and
+//! It accepts exactly what [`json::parse_shallow`](crate::json::parse_shallow) accepts over a whole document (after a
+//! leading BOM, as [`json::parse`](crate::json::parse) skips it): strict JSON plus `NaN`, `Infinity` and
 //! `-Infinity`, at most 1024 nested containers, lone surrogate escapes allowed (escapes are
 //! checked for shape, not decoded), one value and nothing but whitespace after it. Its errors
 //! carry the same absolute byte offset and message as the reader's for the same bytes, so a
@@ -15,7 +15,7 @@
 
 use std::io::{self, Write};
 
-use crate::json::{self, SyntaxError};
+use crate::json::SyntaxError;
 
 /// Containers nested deeper than this are an error, as in the reader.
 const MAX_DEPTH: usize = 1024;
@@ -514,6 +514,7 @@ impl<W: Write> Write for CheckedWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json;
 
     /// A fixed-seed linear congruential generator: reproducible cases, no extra crate.
     struct Lcg(u64);
