@@ -1,12 +1,13 @@
 //! A push (incremental) JSON syntax checker: the bytes of one document go in chunk by chunk,
 //! and nothing is kept but a small state and the stack of open containers.
 //!
-//! It accepts exactly what [`json::parse_shallow`](crate::json::parse_shallow) accepts over a whole document (after a
-//! leading BOM, as [`json::parse`](crate::json::parse) skips it): strict JSON plus `NaN`, `Infinity` and
-//! `-Infinity`, at most 1024 nested containers, lone surrogate escapes allowed (escapes are
-//! checked for shape, not decoded), one value and nothing but whitespace after it. Its errors
-//! carry the same absolute byte offset and message as the reader's for the same bytes, so a
-//! check of streamed output reports what a check of the whole text in memory would.
+//! It accepts exactly what [`json::parse_shallow`](crate::json::parse_shallow) accepts over a
+//! whole document (after a leading BOM, as [`json::parse`](crate::json::parse) skips it):
+//! strict JSON plus `NaN`, `Infinity` and `-Infinity`, at most 1024 nested containers, lone
+//! surrogate escapes allowed (escapes are checked for shape, not decoded), one value and
+//! nothing but whitespace after it. Its errors carry the same absolute byte offset and message
+//! as the reader's for the same bytes, so a check of streamed output reports what a check of
+//! the whole text in memory would.
 //!
 //! Chunks may split anything (an escape, a literal, a number, a multi-byte character): the
 //! state says where the previous chunk stopped. String content, most of a transcript's bytes,
