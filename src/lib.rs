@@ -19,6 +19,7 @@ pub mod explain;
 pub mod fasthash;
 pub mod io;
 pub mod json;
+pub mod json_check;
 pub mod judge;
 pub mod mcp;
 pub mod pin;
