@@ -549,6 +549,38 @@ impl Parser<'_> {
     }
 }
 
+/// The number of characters of a raw string token's decoded text (see [`decode_token`]),
+/// counted without decoding: every character's first byte, less what escapes add (`\n` is
+/// two bytes for one character, `\u00e9` six, a surrogate pair twelve).
+pub fn token_chars(raw: &str) -> usize {
+    let inner = &raw.as_bytes()[1..raw.len() - 1];
+    let mut chars = inner.iter().filter(|&&b| b & 0xC0 != 0x80).count();
+    let mut i = 0;
+    while let Some(skip) = memchr::memchr(b'\\', &inner[i..]) {
+        i += skip;
+        if inner[i + 1] != b'u' {
+            chars -= 1;
+            i += 2;
+            continue;
+        }
+        let hi = hex4(&inner[i + 2..i + 6]);
+        i += 6;
+        chars -= 5;
+        if (0xD800..0xDC00).contains(&hi)
+            && inner.get(i) == Some(&b'\\')
+            && inner.get(i + 1) == Some(&b'u')
+        {
+            let lo = hex4(&inner[i + 2..i + 6]);
+            if (0xDC00..0xE000).contains(&lo) {
+                // The pair's second half adds no character.
+                chars -= 6;
+                i += 6;
+            }
+        }
+    }
+    chars
+}
+
 /// Decode a raw string token (with its quotes). Lone surrogates become U+FFFD.
 pub fn decode_token(raw: &str, escaped: bool) -> Cow<'_, str> {
     // `raw` is a whole string token, quotes included (quotes are ASCII, so these are char
@@ -557,8 +589,20 @@ pub fn decode_token(raw: &str, escaped: bool) -> Cow<'_, str> {
     if !escaped {
         return Cow::Borrowed(inner);
     }
-    let b = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
+    decode_escaped_into(inner, &mut out);
+    Cow::Owned(out)
+}
+
+/// Append the decoded text of a raw string token (with its quotes) to `out`.
+pub fn decode_token_into(raw: &str, out: &mut String) {
+    decode_escaped_into(&raw[1..raw.len() - 1], out);
+}
+
+/// Append the decoded text of a string token's inside to `out`.
+fn decode_escaped_into(inner: &str, out: &mut String) {
+    out.reserve(inner.len());
+    let b = inner.as_bytes();
     let mut i = 0;
     let mut run = 0;
     while let Some(skip) = memchr::memchr(b'\\', &b[i..]) {
@@ -596,7 +640,6 @@ pub fn decode_token(raw: &str, escaped: bool) -> Cow<'_, str> {
         run = i;
     }
     out.push_str(&inner[run..]);
-    Cow::Owned(out)
 }
 
 fn hex4(h: &[u8]) -> u32 {
@@ -965,6 +1008,44 @@ fn py_number(n: &serde_json::Number) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Characters counted on the raw token equal those of the decoded text, whatever the
+    /// escapes: every short escape, BMP and astral `\u` escapes, lone and reversed surrogates,
+    /// multi-byte UTF-8 left raw.
+    #[test]
+    fn token_chars_counts_the_decoded_text() {
+        let tokens = [
+            r#""""#,
+            r#""plain ascii""#,
+            r#""a\nb\tc\rd\\e\"f\/g\bh\fi""#,
+            r#""\u00e9t\u00E9 \u6771\u4eac""#,
+            r#""\ud83d\ude00 pair""#,
+            r#""\ud83d lone high""#,
+            r#""\ude00 lone low""#,
+            r#""\ude00\ud83d reversed""#,
+            r#""\ud83d\u0041 high then BMP""#,
+            r#""\ud83d\n high then short""#,
+            "\"déjà vu — 東京 😀\"",
+            "\"mixed 😀\\n\\u00e9 東\\\\京\"",
+        ];
+        for raw in tokens {
+            assert_eq!(
+                token_chars(raw),
+                decode_token(raw, raw.contains('\\')).chars().count(),
+                "{raw}"
+            );
+        }
+        // Every character serde_json escapes, and some it leaves raw.
+        let text: String = (0u32..0x3000)
+            .step_by(7)
+            .filter_map(char::from_u32)
+            .chain("😀𝄞\u{10ffff}".chars())
+            .collect();
+        for ascii in [false, true] {
+            let raw = quote(&text, ascii);
+            assert_eq!(token_chars(&raw), text.chars().count(), "ascii: {ascii}");
+        }
+    }
 
     /// A deferred node builds to the same tree as parsing its span afresh; a node that is
     /// not deferred is still fully checked.

@@ -1060,17 +1060,12 @@ mod tests {
     }
 
     /// Throughput, in release: `cargo test --release --lib json_check::tests::throughput --
-    /// --ignored --nocapture` (set `LCC_CHECK_BENCH_FILE` to time a real transcript instead of
-    /// a synthetic one). Prints figures; asserts only that the document is accepted.
+    /// --ignored --nocapture`. Prints figures; asserts only that the document is accepted.
     #[test]
     #[ignore = "a measurement: run by hand in release"]
     fn throughput() {
         use std::time::Instant;
-        // A real transcript (e.g. from the reference kit's generator) when one is named.
-        let doc = match std::env::var_os("LCC_CHECK_BENCH_FILE") {
-            Some(path) => std::fs::read_to_string(path).expect("read the bench file"),
-            None => transcript_like(40_000_000),
-        };
+        let doc = transcript_like(40_000_000);
         let mb = doc.len() as f64 / 1e6;
         let b = doc.as_bytes();
         // The output as `splice` would write it: big slices of the input and small edits.

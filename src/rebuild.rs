@@ -35,13 +35,28 @@ impl Rebuilt {
     }
 
     /// Check that the rebuilt text is still well-formed in its format
-    /// ([`transcript::validate`]).
+    /// ([`transcript::validate`]). lcc's own shape, only syntax-checked there, is checked
+    /// piece by piece here, so the text is never held whole.
     pub fn validate(
         &self,
         src: &str,
         format: transcript::Format,
     ) -> Result<(), transcript::ParseError> {
-        transcript::validate(&self.text(src), format)
+        if format != transcript::Format::Lcc {
+            return transcript::validate(&self.text(src), format);
+        }
+        let mut checker = crate::json_check::Checker::new();
+        for piece in self.pieces(src) {
+            if checker.feed(piece.as_bytes()).is_err() {
+                break;
+            }
+        }
+        checker.finish().map_err(|e| {
+            transcript::ParseError::new(
+                format!("byte {}", e.offset),
+                format!("invalid JSON: {}", e.message),
+            )
+        })
     }
 
     /// Write the rebuilt text.
@@ -214,5 +229,44 @@ fn text_edit(src: &str, slot: &TextSlot, new_text: &str) -> Edit {
                 text: format!("[{lead}{block}{trail}]"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = r#"{"messages": [
+  {"role": "user", "text": "goal"},
+  {"role": "assistant", "toolUses": [{"tool_use_id": "a", "tool": "Read", "input": {}}]},
+  {"role": "user", "toolResults": [{"tool_use_id": "a", "text": "line\nline"}]}
+]}"#;
+
+    /// The piecewise check of lcc's own shape gives the verdict a check of the whole text
+    /// gives, and names the byte where the text stops being JSON.
+    #[test]
+    fn validate_checks_the_pieces_as_the_whole_text() {
+        let t = transcript::parse(SRC, None).unwrap();
+        let at = SRC.find(r#""line\nline""#).unwrap();
+        let with = |text: &str| Rebuilt {
+            edits: vec![Edit {
+                start: at,
+                end: at + r#""line\nline""#.len(),
+                text: text.to_string(),
+            }],
+            removed_messages: Vec::new(),
+        };
+        let good = with(r#""[identical output kept at b]""#);
+        assert_eq!(good.validate(SRC, t.format), Ok(()));
+        assert!(transcript::validate(&good.text(SRC), t.format).is_ok());
+
+        // An unquoted note: the whole-text check and the piecewise one both refuse it.
+        let bad = with("[kept at b]");
+        let whole = transcript::validate(&bad.text(SRC), t.format).unwrap_err();
+        let piecewise = bad.validate(SRC, t.format).unwrap_err();
+        assert!(whole.message.starts_with("invalid JSON"), "{whole}");
+        assert_eq!(piecewise.message, whole.message);
+        // `[kept` opens an array: the first byte that cannot follow is the `k`.
+        assert_eq!(piecewise.path, format!("byte {}", at + 1));
     }
 }

@@ -116,43 +116,76 @@ fn clen(s: &str) -> usize {
 /// The "touchable text" of a transcript, cut into pieces: per message its text, per call
 /// `"{id} {tool} {input}"`, per result its text.
 pub struct Pieces<'t> {
-    call_lines: Vec<String>,
     t: &'t Transcript<'t>,
+}
+
+/// A call's piece: `"{id} {tool} {input}"`.
+fn call_line(c: &crate::transcript::Call) -> String {
+    format!("{} {} {}", c.id, c.tool, json::py_dumps(&c.input, true))
 }
 
 impl<'t> Pieces<'t> {
     pub fn new(t: &'t Transcript<'t>) -> Pieces<'t> {
-        let call_lines = t
-            .messages
-            .iter()
-            .flat_map(|m| &m.calls)
-            .map(|c| format!("{} {} {}", c.id, c.tool, json::py_dumps(&c.input, true)))
-            .collect();
-        Pieces { call_lines, t }
+        Pieces { t }
     }
 
     /// Every piece in order: message text, its call lines, its result texts.
-    pub fn all(&self) -> Vec<TextKey<'_>> {
-        let mut out = Vec::with_capacity(self.t.messages.len() * 3);
-        let mut calls = self.call_lines.iter();
+    #[cfg(test)]
+    pub fn all(&self) -> Vec<std::borrow::Cow<'_, str>> {
+        use std::borrow::Cow;
+        let mut out = Vec::new();
         for m in &self.t.messages {
-            out.push(TextKey::Plain(&m.text));
-            out.extend(
-                calls
-                    .by_ref()
-                    .take(m.calls.len())
-                    .map(|c| TextKey::Plain(c)),
-            );
-            out.extend(m.results.iter().map(|r| self.t.text_key(r)));
+            out.push(Cow::Borrowed(m.text.as_str()));
+            out.extend(m.calls.iter().map(|c| Cow::Owned(call_line(c))));
+            out.extend(m.results.iter().map(|r| self.t.text(r)));
         }
         out
     }
 
-    /// Token and character counts of every piece (each distinct piece counted once, in
-    /// parallel).
+    /// Token and character counts of every piece, in parallel. Message texts and results
+    /// often repeat: each distinct one is counted once. A call line holds its call's id,
+    /// which no other call has: each is written, counted and dropped in turn, never all
+    /// held at once.
     pub fn count(&self, counter: Counter) -> PieceCounts {
-        let (tokens, chars) = counter.count_texts(&self.all()).into_iter().unzip();
-        PieceCounts { tokens, chars }
+        use rayon::prelude::*;
+        let t = self.t;
+        let keys: Vec<TextKey<'_>> = t
+            .messages
+            .iter()
+            .flat_map(|m| {
+                std::iter::once(TextKey::Plain(&m.text))
+                    .chain(m.results.iter().map(|r| t.text_key(r)))
+            })
+            .collect();
+        let texts = counter.count_texts(&keys);
+        drop(keys);
+        let calls: Vec<&crate::transcript::Call> =
+            t.messages.iter().flat_map(|m| &m.calls).collect();
+        let lines: Vec<(usize, usize)> = calls
+            .par_iter()
+            .with_min_len(64)
+            .map(|c| {
+                let line = call_line(c);
+                (counter.count(&line), line.chars().count())
+            })
+            .collect();
+        // In piece order: per message its text, its calls, its results.
+        let n = texts.len() + lines.len();
+        let mut out = PieceCounts {
+            tokens: Vec::with_capacity(n),
+            chars: Vec::with_capacity(n),
+        };
+        let (mut texts, mut lines) = (texts.into_iter(), lines.into_iter());
+        for m in &t.messages {
+            let message = texts.next();
+            let results = texts.by_ref().take(m.results.len());
+            let calls = lines.by_ref().take(m.calls.len());
+            for (tokens, chars) in message.into_iter().chain(calls).chain(results) {
+                out.tokens.push(tokens);
+                out.chars.push(chars);
+            }
+        }
+        out
     }
 }
 

@@ -18,7 +18,6 @@ mod merge;
 mod split;
 mod table;
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 
 use rayon::prelude::*;
@@ -37,16 +36,30 @@ thread_local! {
         [RefCell::new(FastMap::default()), RefCell::new(FastMap::default())];
 }
 
-/// Segments up to this many bytes are keyed inline.
-const SHORT: usize = 16;
+/// Free this thread's memoised counts (for both encodings): a pass that has counted what it
+/// needed gives the memory back rather than hold it to the end.
+pub fn release_caches() {
+    PIECE_CACHE.with(|c| c.iter().for_each(|m| *m.borrow_mut() = FastMap::default()));
+    SEGMENT_CACHE.with(|c| c.iter().for_each(|m| *m.borrow_mut() = FastMap::default()));
+    SHORT_SEGMENT_CACHE.with(|c| c.iter().for_each(|m| *m.borrow_mut() = FastMap::default()));
+}
 
-/// A short segment's bytes, zero-padded, and its length.
-type ShortKey = (u128, u8);
+/// Segments up to this many bytes are keyed inline.
+const SHORT: usize = 15;
+
+/// A short segment's bytes, zero-padded, with its length in the last byte: two words, so
+/// an entry (key and count) takes 24 bytes.
+type ShortKey = [u64; 2];
 
 fn short_key(b: &[u8]) -> ShortKey {
-    let mut w = [0u8; SHORT];
+    let mut w = [0u8; 16];
     w[..b.len()].copy_from_slice(b);
-    (u128::from_le_bytes(w), b.len() as u8)
+    w[15] = b.len() as u8;
+    let (lo, hi) = w.split_at(8);
+    [
+        u64::from_le_bytes(lo.try_into().unwrap_or_default()),
+        u64::from_le_bytes(hi.try_into().unwrap_or_default()),
+    ]
 }
 
 /// Segments up to this many bytes are memoised.
@@ -382,7 +395,7 @@ impl Counter {
 
     /// Count many pieces: each distinct text once, in parallel. Returns counts in input order.
     pub fn count_many(self, pieces: &[&str]) -> Vec<usize> {
-        self.count_distinct(pieces, |p| p.len(), Cow::Borrowed, |_| 0)
+        self.count_distinct(pieces, |p| p.len(), |p| (self.count(p), 0))
             .into_iter()
             .map(|(tokens, _)| tokens)
             .collect()
@@ -395,19 +408,17 @@ impl Counter {
         self.count_distinct(
             pieces,
             |k| k.source_len(),
-            |k| k.text(),
-            |s| s.chars().count(),
+            |k| k.with(|s| (self.count(s), s.chars().count())),
         )
     }
 
-    /// Each distinct key's text (`text`) counted once, in parallel, biggest (`size`) first so
-    /// the two cores finish together; with each count, what `also` measures of the text.
-    fn count_distinct<'k, K: Copy + Eq + std::hash::Hash + Sync>(
+    /// `measure` of each distinct key, once, in parallel, biggest (`size`) first so the two
+    /// cores finish together. In input order.
+    fn count_distinct<K: Copy + Eq + std::hash::Hash + Sync>(
         self,
         keys: &[K],
         size: impl Fn(&K) -> usize,
-        text: impl Fn(K) -> Cow<'k, str> + Sync,
-        also: impl Fn(&str) -> usize + Sync,
+        measure: impl Fn(K) -> (usize, usize) + Sync,
     ) -> Vec<(usize, usize)> {
         let mut index: FastMap<K, usize> = FastMap::default();
         index.reserve(keys.len());
@@ -428,10 +439,7 @@ impl Counter {
         let computed: Vec<(usize, (usize, usize))> = order
             .par_iter()
             .with_min_len(16)
-            .map(|&i| {
-                let t = text(distinct[i]);
-                (i, (self.count(&t), also(&t)))
-            })
+            .map(|&i| (i, measure(distinct[i])))
             .collect();
         for (i, c) in computed {
             counts[i] = c;
@@ -788,7 +796,7 @@ mod tests {
             assert_counts_match(&src, &format!("{path:?} whole"));
             if let Ok(t) = crate::transcript::parse(&src, None) {
                 for p in crate::report::Pieces::new(&t).all() {
-                    assert_counts_match(&p.text(), &format!("{path:?} piece"));
+                    assert_counts_match(&p, &format!("{path:?} piece"));
                 }
             }
             files += 1;
@@ -817,7 +825,7 @@ mod tests {
             };
             let pieces = crate::report::Pieces::new(&t);
             for p in pieces.all() {
-                let p = &*p.text();
+                let p = &*p;
                 assert_eq!(
                     Counter::o200k().count(p),
                     o.encode_ordinary(p).len(),

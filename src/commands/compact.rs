@@ -136,25 +136,34 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
 
     // Token counting of the input is the slowest stage and depends on nothing the pass
     // decides, so it runs on the rayon pool while this thread decides, rebuilds and verifies.
-    let pieces = report::Pieces::new(&t);
+    // Its pieces and memoised counts are freed as soon as it is done.
     let (piece_counts, count_ms, stages) = std::thread::scope(|scope| {
         // A network judge's wait hides the count entirely: count on one thread then, whose
         // caches miss half as often as two threads' do (less CPU, no time lost).
         let network_judge = s.provider == ProviderChoice::Jev
             || (s.provider == ProviderChoice::Auto && s.jev.key.is_ok());
-        let pieces = &pieces;
+        let t = &t;
         let counting = scope.spawn(move || {
             let tc = Instant::now();
+            let pieces = report::Pieces::new(t);
             let one = network_judge
                 .then(|| crate::judge::single_thread_pool(crate::judge::Pool::Report))
                 .flatten();
             let counts = match one {
-                Some(one) => one.install(|| pieces.count(s.counter)),
-                None => pieces.count(s.counter),
+                Some(one) => one.install(|| {
+                    let counts = pieces.count(s.counter);
+                    crate::tokens::release_caches();
+                    counts
+                }),
+                None => {
+                    let counts = pieces.count(s.counter);
+                    rayon::broadcast(|_| crate::tokens::release_caches());
+                    counts
+                }
             };
             (counts, ms(tc))
         });
-        let stages = decide_and_rebuild(s, &t, &pairs, &pins, src);
+        let stages = decide_and_rebuild(s, t, &pairs, &pins, src);
         let (counts, count_ms) = counting
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -503,7 +512,7 @@ fn build_report(
         let c = t.call(*call);
         let result = pins.result_of(*call);
         let chars = crate::json::py_dumps(&c.input, false).chars().count()
-            + result.map_or(0, |r| t.result_text(r).chars().count());
+            + result.map_or(0, |r| t.text_chars(t.result(r)));
         decisions.push(DecisionRecord {
             id: c.id.clone(),
             decision: "keep",

@@ -177,15 +177,17 @@ pub fn decide_excluding(
 
     // Index 1: the hash of every result's comparable form. Index 2 (below) needs the hashes
     // of its lines: both come from one decoding of each text.
-    let (framed, chunks): (Vec<Vec<u64>>, Vec<(Vec<u32>, Vec<u32>)>) = all
+    type Chunk = (Vec<u64>, (Vec<u32>, Vec<u32>));
+    let (framed, chunks): (Vec<Vec<u64>>, Vec<_>) = all
         .par_chunks(LineHashes::CHUNK)
-        .map(|rs| {
+        .map(|rs| -> Chunk {
             let mut framed = Vec::with_capacity(rs.len());
             let (mut hashes, mut ends) = (Vec::new(), Vec::with_capacity(rs.len()));
             for r in rs {
-                let s = t.result_text(*r);
-                framed.push(hash_bytes(comparable_body(&s).as_bytes()));
-                push_line_hashes(&s, &mut hashes);
+                t.with_text(t.result(*r), |s| {
+                    framed.push(hash_bytes(comparable_body(s).as_bytes()));
+                    push_line_hashes(s, &mut hashes);
+                });
                 ends.push(u32::try_from(hashes.len()).unwrap_or(u32::MAX));
             }
             (framed, (hashes, ends))

@@ -125,7 +125,7 @@ pub fn decide(
         use rayon::prelude::*;
         texts
             .par_iter()
-            .map(|&r| digest(&ctx.t.result_text(r)))
+            .map(|&r| ctx.t.with_text(ctx.t.result(r), digest))
             .collect::<Vec<_>>()
             .into_iter()
     };

@@ -196,6 +196,15 @@ where
         })
         .collect();
     let mut messages = Vec::with_capacity(n);
+    // The exact room: grown by doubling, the containers of a long session would hold a
+    // quarter more than they need.
+    layout.containers.reserve(
+        chunks
+            .iter()
+            .flatten()
+            .map(|(_, fragment)| fragment.containers.len())
+            .sum(),
+    );
     for chunk in chunks {
         let (mut chunk_messages, fragment) = chunk?;
         let offset = layout.containers.len();
@@ -334,6 +343,14 @@ impl Text {
         }
     }
 
+    /// The text's length in characters, counted without decoding it.
+    pub fn chars(&self, src: &str) -> usize {
+        match self {
+            Text::Json { start, end, .. } => json::token_chars(&src[*start..*end]),
+            Text::Owned(s) => s.chars().count(),
+        }
+    }
+
     /// What identifies the text without decoding it: equal keys mean equal texts (two equal
     /// texts may still have different keys when their sources escape them differently).
     pub fn key<'a>(&'a self, src: &'a str) -> TextKey<'a> {
@@ -342,6 +359,11 @@ impl Text {
             Text::Owned(s) => TextKey::Plain(s),
         }
     }
+}
+
+thread_local! {
+    /// [`TextKey::with`]'s buffer.
+    static SCRATCH: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
 /// A text by its source form: a JSON string token, or plain text.
@@ -358,6 +380,23 @@ impl<'a> TextKey<'a> {
             TextKey::Json(raw) => json::decode_token(raw, raw.contains('\\')),
             TextKey::Plain(s) => std::borrow::Cow::Borrowed(s),
         }
+    }
+
+    /// Call `f` with the text, decoded (when it must be) into this thread's scratch buffer
+    /// rather than a fresh allocation: a pass over every text allocates nothing per text.
+    pub fn with<R>(self, f: impl FnOnce(&str) -> R) -> R {
+        let raw = match self {
+            TextKey::Json(raw) if raw.contains('\\') => raw,
+            TextKey::Json(raw) => return f(&raw[1..raw.len() - 1]),
+            TextKey::Plain(s) => return f(s),
+        };
+        // Taken out while in use, so a nested call starts a buffer of its own.
+        let mut buf = SCRATCH.with(std::cell::Cell::take);
+        buf.clear();
+        json::decode_token_into(raw, &mut buf);
+        let out = f(&buf);
+        SCRATCH.with(|s| s.set(buf));
+        out
     }
 
     /// The length of the source form: an upper bound of the text's length in bytes.
@@ -437,7 +476,13 @@ impl<'s> Transcript<'s> {
 
     /// A result's text length in characters.
     pub fn text_chars(&self, r: &ToolResult) -> usize {
-        self.text(r).chars().count()
+        r.text.chars(self.src)
+    }
+
+    /// Call `f` with a result's text, decoded without an allocation of its own (see
+    /// [`TextKey::with`]).
+    pub fn with_text<R>(&self, r: &ToolResult, f: impl FnOnce(&str) -> R) -> R {
+        self.text_key(r).with(f)
     }
 
     /// A result's text by its source form (see [`Text::key`]).
