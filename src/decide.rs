@@ -123,11 +123,12 @@ pub fn trimmed(text: &str, tool: &str, head: usize) -> Option<String> {
     (out.chars().count() < total).then_some(out)
 }
 
-/// The seed's decision rule for a judged pair. Returns the action and its reason.
-pub fn judge_action(
+/// The seed's decision rule for a judged pair. Returns the action and its reason. The result's
+/// `text` is asked for only when the rule trims it.
+pub fn judge_action<S: AsRef<str>>(
     keep_call: Option<f64>,
     keep_result: Option<f64>,
-    text: &str,
+    text: impl FnOnce() -> S,
     tool: &str,
     t: Thresholds,
 ) -> (Action, &'static str) {
@@ -137,11 +138,13 @@ pub fn judge_action(
         // Only the call question answered, and it says keep: keep whole (never trim on a
         // missing result answer).
         (Some(kc), None) if kc >= t.threshold => (Action::Keep, "result_still_needed"),
-        (Some(kc), _) if kc >= t.threshold => match trimmed(text, tool, t.trim_head_chars) {
-            Some(s) => (Action::Trim(s), "call_kept_result_trimmed"),
-            None if t.trim_head_chars == 0 => (Action::Keep, "trim_disabled_kept_whole"),
-            None => (Action::Keep, "short_result_kept_whole"),
-        },
+        (Some(kc), _) if kc >= t.threshold => {
+            match trimmed(text().as_ref(), tool, t.trim_head_chars) {
+                Some(s) => (Action::Trim(s), "call_kept_result_trimmed"),
+                None if t.trim_head_chars == 0 => (Action::Keep, "trim_disabled_kept_whole"),
+                None => (Action::Keep, "short_result_kept_whole"),
+            }
+        }
         // A pair is dropped only when both questions were answered low.
         (Some(_), Some(_)) => (Action::Drop, "call_and_result_not_needed"),
         _ => (Action::Keep, "half_judged_kept_fail_safe"),
@@ -161,25 +164,25 @@ mod tests {
     fn rule() {
         let text = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz";
         assert_eq!(
-            judge_action(None, None, text, "Bash", T).1,
+            judge_action(None, None, || text, "Bash", T).1,
             "not_judged_fail_safe"
         );
         assert_eq!(
-            judge_action(Some(0.1), Some(0.5), text, "Bash", T).0,
+            judge_action(Some(0.1), Some(0.5), || text, "Bash", T).0,
             Action::Keep
         );
         assert_eq!(
-            judge_action(Some(0.1), Some(0.4), text, "Bash", T).0,
+            judge_action(Some(0.1), Some(0.4), || text, "Bash", T).0,
             Action::Drop
         );
-        let (a, r) = judge_action(Some(0.9), Some(0.1), text, "Bash", T);
+        let (a, r) = judge_action(Some(0.9), Some(0.1), || text, "Bash", T);
         assert_eq!(r, "call_kept_result_trimmed");
         assert_eq!(
             a.new_text().unwrap(),
             "01234\n[... lcc: 103 chars of this tool result dropped; re-run Bash for the rest ...]"
         );
         assert_eq!(
-            judge_action(Some(0.9), Some(0.1), "short", "Bash", T).1,
+            judge_action(Some(0.9), Some(0.1), || "short", "Bash", T).1,
             "short_result_kept_whole"
         );
         let off = Thresholds {
@@ -187,15 +190,15 @@ mod tests {
             trim_head_chars: 0,
         };
         assert_eq!(
-            judge_action(Some(0.9), Some(0.1), text, "Bash", off).1,
+            judge_action(Some(0.9), Some(0.1), || text, "Bash", off).1,
             "trim_disabled_kept_whole"
         );
         assert_eq!(
-            judge_action(None, Some(0.1), text, "Bash", T).0,
+            judge_action(None, Some(0.1), || text, "Bash", T).0,
             Action::Keep
         );
         assert_eq!(
-            judge_action(Some(0.9), None, text, "Bash", T).0,
+            judge_action(Some(0.9), None, || text, "Bash", T).0,
             Action::Keep
         );
     }

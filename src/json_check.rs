@@ -432,7 +432,7 @@ impl Checker {
 /// Eight bytes at a time: `v - 0x01..01 & !v & 0x80..80` flags the zero bytes of `v`, and
 /// `x - 0x20..20 & !x & 0x80..80` the bytes of `x` below 0x20; a borrow can only flag a
 /// byte above a truly flagged one, so the lowest flag is exact.
-fn special(b: &[u8], from: usize) -> usize {
+pub(crate) fn special(b: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut i = from;

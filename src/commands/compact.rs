@@ -136,7 +136,8 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
 
     // Token counting of the input is the slowest stage and depends on nothing the pass
     // decides, so it runs on the rayon pool while this thread decides, rebuilds and verifies.
-    // Its pieces and memoised counts are freed as soon as it is done.
+    // Its pieces are freed as soon as it is done, and so are its memoised counts when it ran on
+    // the shared pool.
     let (piece_counts, count_ms, stages) = std::thread::scope(|scope| {
         // A network judge's wait hides the count entirely: count on one thread then, whose
         // caches miss half as often as two threads' do (less CPU, no time lost).
@@ -150,11 +151,9 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                 .then(|| crate::judge::single_thread_pool(crate::judge::Pool::Report))
                 .flatten();
             let counts = match one {
-                Some(one) => one.install(|| {
-                    let counts = pieces.count(s.counter);
-                    crate::tokens::release_caches();
-                    counts
-                }),
+                // Kept for the next pass, as the judge's own are: memory is not this path's
+                // limit, and freeing them costs time.
+                Some(one) => one.install(|| pieces.count(s.counter)),
                 None => {
                     let counts = pieces.count(s.counter);
                     rayon::broadcast(|_| crate::tokens::release_caches());

@@ -282,8 +282,8 @@ pub(super) fn decide(
         }
         judged += 1;
         let c = t.call(p.call);
-        let text = t.result_text(p.result);
-        let (action, reason) = judge_action(kc, kr, &text, &c.tool, s.thresholds);
+        let text = || t.result_text(p.result);
+        let (action, reason) = judge_action(kc, kr, text, &c.tool, s.thresholds);
         a.decisions.push(Decision {
             call: p.call,
             result: Some(p.result),
