@@ -197,24 +197,27 @@ impl Evidence {
 /// The format of a single JSON document. The root may come from a shallow parse: deferred
 /// lists are expanded here, one message at a time.
 pub fn document_format(src: &str, root: &Node) -> Result<Format, ParseError> {
-    let root = &*super::expand(src, root, 1)?;
-    let list_holder;
-    let root = if let Kind::Object(members) = &root.kind {
-        let mut expanded = members.clone();
-        for m in &mut expanded {
+    document_format_and_root(src, root).map(|(f, _)| f)
+}
+
+/// [`document_format`], and the root with its message list expanded one level (its messages
+/// still deferred), for the reader to start from instead of expanding it again.
+pub fn document_format_and_root(src: &str, root: &Node) -> Result<(Format, Node), ParseError> {
+    let mut root = super::expand(src, root, 1)?.into_owned();
+    if let Kind::Object(members) = &mut root.kind {
+        for m in members.iter_mut() {
             if matches!(m.key.as_str(), "messages" | "history" | "input" | "items") {
-                m.value = super::expand(src, &m.value, 1)?.into_owned();
+                if let std::borrow::Cow::Owned(n) = super::expand(src, &m.value, 1)? {
+                    m.value = n;
+                }
             }
         }
-        list_holder = Node {
-            start: root.start,
-            end: root.end,
-            kind: Kind::Object(expanded),
-        };
-        &list_holder
-    } else {
-        root
-    };
+    }
+    let format = format_of(src, &root)?;
+    Ok((format, root))
+}
+
+fn format_of(src: &str, root: &Node) -> Result<Format, ParseError> {
     let mut ev = Evidence::default();
     let items = match &root.kind {
         Kind::Array(items) => items.as_slice(),
@@ -256,7 +259,9 @@ pub fn document_format(src: &str, root: &Node) -> Result<Format, ParseError> {
     };
     for m in items {
         if matches!(m.kind, Kind::Deferred { .. }) {
-            ev.message(src, &*super::expand(src, m, usize::MAX)?);
+            // The evidence is in a message's keys and those of its blocks and parts: three
+            // levels, not the whole message (tool inputs and outputs are left unbuilt).
+            ev.message(src, &*super::expand(src, m, 3)?);
         } else {
             ev.message(src, m);
         }

@@ -601,9 +601,9 @@ pub fn parse(src: &str, format: Option<Format>) -> Result<Transcript<'_>, ParseE
     };
     // The root is shallow (its lists deferred): lcc's reader builds one message at a time;
     // the other readers get the whole tree.
-    match detect::document_format(src, &root)? {
-        Format::Lcc => lcc::from_node(src, &root),
-        f => from_document(f, src, &document(src)?),
+    match detect::document_format_and_root(src, &root)? {
+        (Format::Lcc, root) => lcc::from_node(src, &root),
+        (f, _) => from_document(f, src, &document(src)?),
     }
 }
 
