@@ -173,6 +173,16 @@ fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
 /// reads, so a file a crash damaged is refused, never misread). Returns, per entry, why it
 /// could not be stored.
 pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String>> {
+    stash_put_all_with(dir, entries, |b| std::borrow::Cow::Borrowed(*b))
+}
+
+/// [`stash_put_all`] of entries whose bytes `bytes` gives when the entry is written: each is
+/// made, written and dropped in turn, never all held at once.
+pub fn stash_put_all_with<T: Sync>(
+    dir: &Path,
+    entries: &[(&str, T)],
+    bytes: impl for<'a> Fn(&'a T) -> std::borrow::Cow<'a, [u8]> + Sync,
+) -> Vec<Option<String>> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -200,7 +210,7 @@ pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String
     // Plain threads rather than the rayon pool: the pool may be busy counting tokens, and
     // these threads mostly wait on the file system.
     let written = in_parallel(&unique, |&i| {
-        stash_put_one(dir, entries[i].0, entries[i].1)
+        stash_put_one(dir, entries[i].0, &bytes(&entries[i].1))
             .err()
             .map(|e| e.to_string())
     });

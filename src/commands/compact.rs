@@ -11,7 +11,7 @@ use crate::rebuild;
 use crate::report::{self, Report, Timing};
 use crate::rules::{self, RulesMode};
 use crate::settings::{CompactSettings, ProviderChoice};
-use crate::transcript::{self, Transcript};
+use crate::transcript::{self, TextKey, Transcript};
 use crate::{io, summary};
 
 /// What a provider concluded about the candidates.
@@ -185,11 +185,9 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                     .as_deref()
                     .filter(|_| !early.is_empty())
                     .map(|dir| {
-                        let entries: Vec<(&str, &[u8])> = early
-                            .iter()
-                            .map(|(_, d, b)| (d.as_str(), b.as_bytes()))
-                            .collect();
-                        scope.spawn(move || io::stash_put_all(dir, &entries))
+                        let entries: Vec<(&str, TextKey)> =
+                            early.iter().map(|(_, d, k)| (d.as_str(), *k)).collect();
+                        scope.spawn(move || io::stash_put_all_with(dir, &entries, text_bytes))
                     });
                 let first_result = result_piece_offsets(&t);
                 rules::stash::finish_notes(
@@ -333,26 +331,32 @@ fn verified_rebuild(
 /// are written while the notes are finished and the output is rebuilt and verified;
 /// [`settle`] writes the rest and turns failed writes into keeps. An entry a fail-safe later
 /// discards stays in the stash (unused, named by its own hash).
-fn early_stash_entries<'t>(
-    t: &'t Transcript,
-    a: &Assessment,
-) -> Vec<(usize, String, std::borrow::Cow<'t, str>)> {
+fn early_stash_entries<'t>(t: &'t Transcript, a: &Assessment) -> Vec<(usize, String, TextKey<'t>)> {
     a.rules_extra
         .stash
         .iter()
         .filter_map(|(k, digest)| {
             let text = stashed_text(t, a, *k);
-            rules::stash::stashed_whatever_the_count(&text, digest)
+            text.with(|s| rules::stash::stashed_whatever_the_count(s, digest))
                 .then(|| (*k, digest.clone(), text))
         })
         .collect()
 }
 
-/// The text stash entry `k` (a decision index) stores.
-fn stashed_text<'t>(t: &'t Transcript, a: &Assessment, k: usize) -> std::borrow::Cow<'t, str> {
+/// The text stash entry `k` (a decision index) stores, by its source form: the writer
+/// decodes each when it writes it.
+fn stashed_text<'t>(t: &'t Transcript, a: &Assessment, k: usize) -> TextKey<'t> {
     a.decisions[k]
         .result
-        .map_or(std::borrow::Cow::Borrowed(""), |r| t.result_text(r))
+        .map_or(TextKey::Plain(""), |r| t.text_key(t.result(r)))
+}
+
+/// A stash entry's bytes, decoded for the writer.
+fn text_bytes<'a>(k: &'a TextKey<'_>) -> std::borrow::Cow<'a, [u8]> {
+    match k.text() {
+        std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
+        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
+    }
 }
 
 fn fail_safe_keep_all(a: &mut Assessment, mode: &str, violations: Vec<String>) {
@@ -388,17 +392,16 @@ fn settle(
     let mut changed = false;
     if !s.dry_run && !a.rules_extra.stash.is_empty() {
         // What was not written while tokens were counted is written now.
-        let texts: Vec<(&str, std::borrow::Cow<str>)> = a
+        let entries: Vec<(&str, TextKey)> = a
             .rules_extra
             .stash
             .iter()
             .filter(|(k, _)| !written.contains_key(k))
             .map(|(k, digest)| (digest.as_str(), stashed_text(t, a, *k)))
             .collect();
-        let entries: Vec<(&str, &[u8])> = texts.iter().map(|(d, b)| (*d, b.as_bytes())).collect();
         let mut late = match &a.rules_extra.stash_dir {
             Some(_) if entries.is_empty() => Vec::new(),
-            Some(dir) => io::stash_put_all(dir, &entries),
+            Some(dir) => io::stash_put_all_with(dir, &entries, text_bytes),
             None => entries
                 .iter()
                 .map(|_| Some("no stash directory".to_string()))

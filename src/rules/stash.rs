@@ -174,9 +174,13 @@ pub fn finish_notes(
         let Some(r) = d.result else {
             return false;
         };
-        let text = t.result_text(r);
-        let note = note(&text, tokens(r), hash);
-        if !shorter(&note, &text) {
+        let n = tokens(r);
+        let (note, shorter) = t.with_text(t.result(r), |text| {
+            let note = note(text, n, hash);
+            let shorter = shorter(&note, text);
+            (note, shorter)
+        });
+        if !shorter {
             d.action = Action::Keep;
             d.reason = "short_result_kept_whole".into();
             return false;
