@@ -34,16 +34,23 @@ impl Rebuilt {
         out
     }
 
-    /// Check that the rebuilt text is still well-formed in its format
-    /// ([`transcript::validate`]). lcc's own shape, only syntax-checked there, is checked
-    /// piece by piece here, so the text is never held whole.
-    pub fn validate(
-        &self,
-        src: &str,
-        format: transcript::Format,
-    ) -> Result<(), transcript::ParseError> {
-        if format != transcript::Format::Lcc {
-            return transcript::validate(&self.text(src), format);
+    /// Check that the rebuilt text of `t` is still well-formed in its format
+    /// ([`transcript::validate`]), without holding it whole where the format allows: lcc's
+    /// own shape, only syntax-checked there, is checked piece by piece; a JSONL session, only
+    /// checked record by record there, has only its edited records checked (the others are
+    /// the source's own bytes, which its reader accepted).
+    pub fn validate(&self, t: &Transcript) -> Result<(), transcript::ParseError> {
+        use transcript::Format;
+        let src = t.src;
+        match t.format {
+            Format::Lcc => {}
+            Format::ClaudeCode | Format::Codex => {
+                if let Some(checked) = self.check_edited_records(t) {
+                    return checked;
+                }
+                return transcript::validate(&self.text(src), t.format);
+            }
+            f => return transcript::validate(&self.text(src), f),
         }
         let mut checker = crate::json_check::Checker::new();
         for piece in self.pieces(src) {
@@ -57,6 +64,60 @@ impl Rebuilt {
                 format!("invalid JSON: {}", e.message),
             )
         })
+    }
+
+    /// The syntax check of every record an edit changed (a record an edit removes whole needs
+    /// none), or `None` when an edit does not lie inside one record of the layout's list,
+    /// which the whole-text check then handles.
+    fn check_edited_records(&self, t: &Transcript) -> Option<Result<(), transcript::ParseError>> {
+        let records = &t
+            .layout
+            .containers
+            .iter()
+            .find(|c| c.kind == ContainerKind::Lines)?
+            .children;
+        let mut edited: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        for (k, e) in self.edits.iter().enumerate() {
+            let i = records.partition_point(|r| r.1 <= e.start);
+            let &(start, end) = records.get(i)?;
+            if e.start < start || e.end > end {
+                return None;
+            }
+            if (e.start, e.end) == (start, end) && e.text.is_empty() {
+                continue;
+            }
+            match edited.last_mut() {
+                Some((last, ks)) if *last == i => ks.end = k + 1,
+                _ => edited.push((i, k..k + 1)),
+            }
+        }
+        for (i, ks) in edited {
+            let (start, end) = records[i];
+            let shifted = self.edits[ks]
+                .iter()
+                .map(|e| Edit {
+                    start: e.start - start,
+                    end: e.end - start,
+                    text: e.text.clone(),
+                })
+                .collect();
+            let old = &t.src[start..end];
+            let new = json::splice(old, shifted);
+            let why =
+                |message: String| transcript::ParseError::new(format!("record {}", i + 1), message);
+            // The line break that ends a record stays: records never run together.
+            if old.ends_with('\n') && !new.ends_with('\n') {
+                return Some(Err(why("the edit removed the record's line break".into())));
+            }
+            // Each record of the list is one JSON value (the reader's leniency for a torn last
+            // line does not apply to a record it accepted).
+            if let Err(e) = json::parse_shallow(&new, 0, new.len(), 0) {
+                return Some(Err(why(
+                    transcript::ParseError::syntax(&new, &e).to_string()
+                )));
+            }
+        }
+        Some(Ok(()))
     }
 
     /// Write the rebuilt text.
@@ -257,16 +318,93 @@ mod tests {
             removed_messages: Vec::new(),
         };
         let good = with(r#""[identical output kept at b]""#);
-        assert_eq!(good.validate(SRC, t.format), Ok(()));
+        assert_eq!(good.validate(&t), Ok(()));
         assert!(transcript::validate(&good.text(SRC), t.format).is_ok());
 
         // An unquoted note: the whole-text check and the piecewise one both refuse it.
         let bad = with("[kept at b]");
         let whole = transcript::validate(&bad.text(SRC), t.format).unwrap_err();
-        let piecewise = bad.validate(SRC, t.format).unwrap_err();
+        let piecewise = bad.validate(&t).unwrap_err();
         assert!(whole.message.starts_with("invalid JSON"), "{whole}");
         assert_eq!(piecewise.message, whole.message);
         // `[kept` opens an array: the first byte that cannot follow is the `k`.
         assert_eq!(piecewise.path, format!("byte {}", at + 1));
+    }
+
+    /// A JSONL session: only the records an edit changed are checked, with the verdict of
+    /// the whole-text check; an edit outside every record falls back to that check.
+    #[test]
+    fn validate_checks_the_edited_records_of_a_session() {
+        use crate::decide::{Action, Decision};
+        let src = include_str!("../fixtures/formats/claude-code.jsonl");
+        let t = transcript::parse(src, None).unwrap();
+        assert_eq!(t.format, transcript::Format::ClaudeCode);
+        let pairs = t.pairs().unwrap();
+        let decide = |i: usize, action: Action| Decision {
+            call: pairs[i].call,
+            result: Some(pairs[i].result),
+            action,
+            reason: String::new(),
+            source: "rules",
+            keep_call: None,
+            keep_result: None,
+        };
+        let whole = |r: &Rebuilt| transcript::validate(&r.text(src), t.format);
+
+        // A trimmed result and a dropped pair (records removed, the chain re-pointed).
+        let good = apply(
+            &t,
+            src,
+            &[
+                decide(0, Action::Trim("head".into())),
+                decide(1, Action::Drop),
+            ],
+        );
+        assert!(good.edits.len() > 2, "{:?}", good.edits);
+        assert_eq!(good.validate(&t), Ok(()));
+        assert_eq!(whole(&good), Ok(()));
+
+        // The trimmed text written unquoted: both checks refuse it, and this one names the
+        // record.
+        let mut bad = good.clone();
+        let e = bad
+            .edits
+            .iter_mut()
+            .find(|e| e.text.contains("head"))
+            .unwrap();
+        e.text = "head".into();
+        assert!(whole(&bad).is_err());
+        let err = bad.validate(&t).unwrap_err();
+        assert!(err.path.starts_with("record "), "{err}");
+
+        // A record's line break edited away is refused, though the record alone still parses.
+        let records = &t.layout.containers[0].children;
+        let (_, end) = records[2];
+        let mut joined = good.clone();
+        assert!(joined.edits[0].start > end);
+        joined.edits.insert(
+            0,
+            Edit {
+                start: end - 1,
+                end,
+                text: String::new(),
+            },
+        );
+        let err = joined.validate(&t).unwrap_err();
+        assert!(err.message.contains("line break"), "{err}");
+
+        // An edit across two records: the whole text is checked instead.
+        let mut across = good.clone();
+        across.edits.insert(
+            0,
+            Edit {
+                start: records[0].1 - 5,
+                end: records[1].0 + 5,
+                text: "x".into(),
+            },
+        );
+        assert!(across.edits[1].start >= records[1].0 + 5);
+        assert!(whole(&across).is_err());
+        assert_eq!(across.validate(&t), whole(&across));
     }
 }

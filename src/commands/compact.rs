@@ -314,7 +314,7 @@ fn verified_rebuild(
         {
             let mut violations =
                 rules::verify_decisions(mode, t, pins, &s.rules, &assessment.decisions);
-            if let Err(e) = rebuilt.validate(src, t.format) {
+            if let Err(e) = rebuilt.validate(t) {
                 violations.push(format!("the rebuilt transcript does not parse: {e}"));
             }
             if !violations.is_empty() {
