@@ -14,8 +14,6 @@
 //! is skipped eight bytes at a time (one pass that stops at a quote, a backslash or a control
 //! character), and whole escapes are taken in place unless a chunk's end cuts them.
 
-use std::io::{self, Write};
-
 use crate::json::SyntaxError;
 
 /// Containers nested deeper than this are an error, as in the reader.
@@ -455,63 +453,6 @@ pub(crate) fn special(b: &[u8], from: usize) -> usize {
     i
 }
 
-/// A writer that checks the JSON syntax of everything written through it.
-///
-/// Every byte the inner writer accepts is fed to a [`Checker`]. A syntax error does not stop
-/// the writing: the first one is kept (see [`CheckedWriter::error`]) and the bytes keep
-/// flowing, so the caller decides what to do with the output; [`CheckedWriter::into_parts`]
-/// ends the check.
-#[derive(Debug)]
-pub struct CheckedWriter<W: Write> {
-    inner: W,
-    checker: Checker,
-    written: usize,
-}
-
-impl<W: Write> CheckedWriter<W> {
-    pub fn new(inner: W) -> Self {
-        CheckedWriter {
-            inner,
-            checker: Checker::new(),
-            written: 0,
-        }
-    }
-
-    /// The first syntax error in what was written so far.
-    pub fn error(&self) -> Option<&SyntaxError> {
-        self.checker.error()
-    }
-
-    /// How many bytes went through.
-    pub fn written(&self) -> usize {
-        self.written
-    }
-
-    pub fn get_ref(&self) -> &W {
-        &self.inner
-    }
-
-    /// The inner writer (not flushed) and the verdict on the whole document written.
-    pub fn into_parts(self) -> (W, Result<(), SyntaxError>) {
-        (self.inner, self.checker.finish())
-    }
-}
-
-impl<W: Write> Write for CheckedWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        // The error is kept inside the checker (and returned again by `into_parts`); the
-        // count still reports the forwarded bytes.
-        let _ = self.checker.feed(&buf[..n]);
-        self.written += n;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -930,73 +871,6 @@ mod tests {
         assert_eq!(c.finish().unwrap_err(), e);
     }
 
-    /// Accepts at most `max` bytes per call, like a pipe or socket may.
-    struct Trickle {
-        out: Vec<u8>,
-        max: usize,
-    }
-
-    impl Write for Trickle {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            let n = buf.len().min(self.max);
-            self.out.extend_from_slice(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn checked_writer_forwards_everything_and_reports_the_first_error() {
-        for (doc, want) in [
-            (SAMPLE.to_string(), Ok(())),
-            (
-                format!("{}x{}", &SAMPLE[..40], &SAMPLE[40..]),
-                reference(&format!("{}x{}", &SAMPLE[..40], &SAMPLE[40..])),
-            ),
-        ] {
-            let mut w = CheckedWriter::new(Trickle {
-                out: Vec::new(),
-                max: 3,
-            });
-            for piece in doc.as_bytes().chunks(7) {
-                w.write_all(piece).unwrap();
-            }
-            w.flush().unwrap();
-            assert_eq!(w.written(), doc.len());
-            assert_eq!(w.error().cloned(), want.clone().err());
-            let (inner, verdict) = w.into_parts();
-            assert_eq!(inner.out, doc.as_bytes());
-            assert_eq!(verdict, want);
-        }
-        // An unfinished document is only an error once the writer is done.
-        let mut w = CheckedWriter::new(Vec::new());
-        w.write_all(b"{\"a\": [1").unwrap();
-        assert!(w.error().is_none());
-        let (out, verdict) = w.into_parts();
-        assert_eq!(out, b"{\"a\": [1");
-        assert_eq!(verdict.unwrap_err().offset, 8);
-    }
-
-    #[test]
-    fn checked_writer_passes_on_write_errors() {
-        struct Broken;
-        impl Write for Broken {
-            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-                Err(io::Error::other("disk full"))
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut w = CheckedWriter::new(Broken);
-        assert_eq!(w.write(b"[]").unwrap_err().to_string(), "disk full");
-        assert_eq!(w.written(), 0);
-        // Nothing was written, so nothing was checked: the document is empty.
-        assert_eq!(w.into_parts().1.unwrap_err().offset, 0);
-    }
-
     /// A transcript-like document of about `target` bytes: tool outputs (code, logs with
     /// escaped newlines and quotes, some non-ASCII and `\u` escapes) are most of the bytes.
     fn transcript_like(target: usize) -> String {
@@ -1102,13 +976,6 @@ mod tests {
                 c.feed(&b[w[0]..w[1]])?;
             }
             c.finish()
-        });
-        time("CheckedWriter to io::sink, 8 KiB", &|| {
-            let mut w = CheckedWriter::new(io::sink());
-            for piece in b.chunks(8192) {
-                w.write_all(piece).unwrap();
-            }
-            w.into_parts().1
         });
     }
 }
