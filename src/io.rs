@@ -171,14 +171,9 @@ fn stash_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
 /// alone. The directory is created private (0700), files are private (0600), and the
 /// directory is synced once at the end rather than every file (recall re-hashes what it
 /// reads, so a file a crash damaged is refused, never misread). Returns, per entry, why it
-/// could not be stored.
-pub fn stash_put_all(dir: &Path, entries: &[(&str, &[u8])]) -> Vec<Option<String>> {
-    stash_put_all_with(dir, entries, |b| std::borrow::Cow::Borrowed(*b))
-}
-
-/// [`stash_put_all`] of entries whose bytes `bytes` gives when the entry is written: each is
-/// made, written and dropped in turn, never all held at once.
-pub fn stash_put_all_with<T: Sync>(
+/// could not be stored. `bytes` gives an entry's bytes when it is written: each is made,
+/// written and dropped in turn, never all held at once.
+pub fn stash_put_all<T: Sync>(
     dir: &Path,
     entries: &[(&str, T)],
     bytes: impl for<'a> Fn(&'a T) -> std::borrow::Cow<'a, [u8]> + Sync,

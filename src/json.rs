@@ -717,21 +717,9 @@ pub struct Edit {
     pub text: String,
 }
 
-/// Apply non-overlapping edits. Edits nested inside a wider edit are ignored (the wider one
-/// wins), so a removed message takes its removed blocks with it.
-pub fn splice(src: &str, edits: Vec<Edit>) -> String {
-    let edits = in_order(edits);
-    // The exact size up front: the output of a long session is tens of MB, and a buffer of
-    // the input's size (or one grown by doubling) would hold far more than it needs.
-    let mut out = String::with_capacity(spliced_len(src, &edits));
-    for piece in spliced(src, &edits) {
-        out.push_str(piece);
-    }
-    out
-}
-
-/// Edits sorted by position, those inside (or overlapping) an earlier one left out: what
-/// [`spliced`] takes.
+/// Edits sorted by position, ready for [`spliced`]. An edit nested inside (or overlapping) an
+/// earlier, wider one is left out (the wider one wins), so a removed message takes its removed
+/// blocks with it.
 pub fn in_order(mut edits: Vec<Edit>) -> Vec<Edit> {
     edits.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
     let mut pos = 0;
@@ -745,14 +733,18 @@ pub fn in_order(mut edits: Vec<Edit>) -> Vec<Edit> {
     edits
 }
 
-/// The pieces of `src` with `edits` (from [`in_order`]) applied, in order: the text is their
-/// concatenation, which need never be held whole.
-pub fn spliced<'a>(src: &'a str, edits: &'a [Edit]) -> impl Iterator<Item = &'a str> + 'a {
-    let starts = std::iter::once(0).chain(edits.iter().map(|e| e.end));
+/// The pieces of `src[range]` with `edits` (from [`in_order`], all inside `range`) applied, in
+/// order: the text is their concatenation, which need never be held whole.
+pub fn spliced<'a>(
+    src: &'a str,
+    range: std::ops::Range<usize>,
+    edits: &'a [Edit],
+) -> impl Iterator<Item = &'a str> + 'a {
+    let starts = std::iter::once(range.start).chain(edits.iter().map(|e| e.end));
     let ends = edits
         .iter()
         .map(|e| e.start)
-        .chain(std::iter::once(src.len()));
+        .chain(std::iter::once(range.end));
     let kept = starts.zip(ends).map(move |(a, b)| &src[a..b]);
     let new = edits
         .iter()
@@ -763,11 +755,14 @@ pub fn spliced<'a>(src: &'a str, edits: &'a [Edit]) -> impl Iterator<Item = &'a 
         .filter(|p| !p.is_empty())
 }
 
-/// The length in bytes of [`spliced`]'s text.
-pub fn spliced_len(src: &str, edits: &[Edit]) -> usize {
+/// [`spliced`]'s text, whole. The exact size is reserved up front: the output of a long
+/// session is tens of MB, and a buffer grown by doubling would hold far more than it needs.
+pub fn spliced_string(src: &str, range: std::ops::Range<usize>, edits: &[Edit]) -> String {
     let removed: usize = edits.iter().map(|e| e.end - e.start).sum();
     let added: usize = edits.iter().map(|e| e.text.len()).sum();
-    src.len() - removed + added
+    let mut out = String::with_capacity(range.len() - removed + added);
+    out.extend(spliced(src, range, edits));
+    out
 }
 
 /// Edits that delete the children at `remove` (sorted, unique indices) from a container whose
@@ -1114,7 +1109,8 @@ mod tests {
         ];
         for (remove, want) in cases {
             let edits = delete_children(&spans, &remove, n.start, n.end - 1);
-            assert_eq!(splice(src, edits), want, "removing {remove:?}");
+            let out = spliced_string(src, 0..src.len(), &in_order(edits));
+            assert_eq!(out, want, "removing {remove:?}");
         }
     }
 

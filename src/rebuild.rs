@@ -24,14 +24,12 @@ impl Rebuilt {
     /// The rebuilt text in pieces (see [`json::spliced`]): it is written out piece by piece,
     /// never held whole.
     pub fn pieces<'a>(&'a self, src: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        json::spliced(src, &self.edits)
+        json::spliced(src, 0..src.len(), &self.edits)
     }
 
     /// The rebuilt text, whole.
     pub fn text(&self, src: &str) -> String {
-        let mut out = String::with_capacity(json::spliced_len(src, &self.edits));
-        out.extend(self.pieces(src));
-        out
+        json::spliced_string(src, 0..src.len(), &self.edits)
     }
 
     /// Check that the rebuilt text of `t` is still well-formed in its format
@@ -93,16 +91,8 @@ impl Rebuilt {
         }
         for (i, ks) in edited {
             let (start, end) = records[i];
-            let shifted = self.edits[ks]
-                .iter()
-                .map(|e| Edit {
-                    start: e.start - start,
-                    end: e.end - start,
-                    text: e.text.clone(),
-                })
-                .collect();
             let old = &t.src[start..end];
-            let new = json::splice(old, shifted);
+            let new = json::spliced_string(t.src, start..end, &self.edits[ks]);
             let why =
                 |message: String| transcript::ParseError::new(format!("record {}", i + 1), message);
             // The line break that ends a record stays: records never run together.

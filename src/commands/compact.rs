@@ -187,7 +187,7 @@ pub fn compact_text(s: &CompactSettings, src: &str) -> Result<Outcome> {
                     .map(|dir| {
                         let entries: Vec<(&str, TextKey)> =
                             early.iter().map(|(_, d, k)| (d.as_str(), *k)).collect();
-                        scope.spawn(move || io::stash_put_all_with(dir, &entries, text_bytes))
+                        scope.spawn(move || io::stash_put_all(dir, &entries, text_bytes))
                     });
                 let first_result = result_piece_offsets(&t);
                 rules::stash::finish_notes(
@@ -401,7 +401,7 @@ fn settle(
             .collect();
         let mut late = match &a.rules_extra.stash_dir {
             Some(_) if entries.is_empty() => Vec::new(),
-            Some(dir) => io::stash_put_all_with(dir, &entries, text_bytes),
+            Some(dir) => io::stash_put_all(dir, &entries, text_bytes),
             None => entries
                 .iter()
                 .map(|_| Some("no stash directory".to_string()))

@@ -333,29 +333,26 @@ impl Text {
 
     /// The text itself: borrowed unless an escape has to be decoded.
     pub fn get<'a>(&'a self, src: &'a str) -> std::borrow::Cow<'a, str> {
-        match self {
-            Text::Json {
-                start,
-                end,
-                escaped,
-            } => json::decode_token(&src[*start..*end], *escaped),
-            Text::Owned(s) => std::borrow::Cow::Borrowed(s),
-        }
+        self.key(src).text()
     }
 
     /// The text's length in characters, counted without decoding it.
     pub fn chars(&self, src: &str) -> usize {
-        match self {
-            Text::Json { start, end, .. } => json::token_chars(&src[*start..*end]),
-            Text::Owned(s) => s.chars().count(),
-        }
+        self.key(src).chars()
     }
 
     /// What identifies the text without decoding it: equal keys mean equal texts (two equal
     /// texts may still have different keys when their sources escape them differently).
     pub fn key<'a>(&'a self, src: &'a str) -> TextKey<'a> {
         match self {
-            Text::Json { start, end, .. } => TextKey::Json(&src[*start..*end]),
+            Text::Json {
+                start,
+                end,
+                escaped,
+            } => TextKey::Json {
+                raw: &src[*start..*end],
+                escaped: *escaped,
+            },
             Text::Owned(s) => TextKey::Plain(s),
         }
     }
@@ -366,10 +363,11 @@ thread_local! {
     static SCRATCH: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
-/// A text by its source form: a JSON string token, or plain text.
+/// A text by its source form: a JSON string token (quotes included; `escaped` when it holds a
+/// backslash escape), or plain text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TextKey<'a> {
-    Json(&'a str),
+    Json { raw: &'a str, escaped: bool },
     Plain(&'a str),
 }
 
@@ -377,8 +375,16 @@ impl<'a> TextKey<'a> {
     /// The text itself (decoding a JSON token).
     pub fn text(self) -> std::borrow::Cow<'a, str> {
         match self {
-            TextKey::Json(raw) => json::decode_token(raw, raw.contains('\\')),
+            TextKey::Json { raw, escaped } => json::decode_token(raw, escaped),
             TextKey::Plain(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+
+    /// The text's length in characters, counted without decoding it.
+    pub fn chars(self) -> usize {
+        match self {
+            TextKey::Json { raw, .. } => json::token_chars(raw),
+            TextKey::Plain(s) => s.chars().count(),
         }
     }
 
@@ -386,8 +392,8 @@ impl<'a> TextKey<'a> {
     /// rather than a fresh allocation: a pass over every text allocates nothing per text.
     pub fn with<R>(self, f: impl FnOnce(&str) -> R) -> R {
         let raw = match self {
-            TextKey::Json(raw) if raw.contains('\\') => raw,
-            TextKey::Json(raw) => return f(&raw[1..raw.len() - 1]),
+            TextKey::Json { raw, escaped: true } => raw,
+            TextKey::Json { raw, .. } => return f(&raw[1..raw.len() - 1]),
             TextKey::Plain(s) => return f(s),
         };
         // Taken out while in use, so a nested call starts a buffer of its own.
@@ -402,7 +408,7 @@ impl<'a> TextKey<'a> {
     /// The length of the source form: an upper bound of the text's length in bytes.
     pub fn source_len(self) -> usize {
         match self {
-            TextKey::Json(raw) | TextKey::Plain(raw) => raw.len(),
+            TextKey::Json { raw, .. } | TextKey::Plain(raw) => raw.len(),
         }
     }
 }
