@@ -39,17 +39,18 @@ impl Rebuilt {
     /// the source's own bytes, which its reader accepted).
     pub fn validate(&self, t: &Transcript) -> Result<(), transcript::ParseError> {
         use transcript::Format;
-        let src = t.src;
+        let whole = || transcript::validate(&self.text(t.src), t.format);
         match t.format {
-            Format::Lcc => {}
+            Format::Lcc => self.check_pieces(t.src),
             Format::ClaudeCode | Format::Codex => {
-                if let Some(checked) = self.check_edited_records(t) {
-                    return checked;
-                }
-                return transcript::validate(&self.text(src), t.format);
+                self.check_edited_records(t).unwrap_or_else(whole)
             }
-            f => return transcript::validate(&self.text(src), f),
+            Format::Anthropic | Format::OpenAiChat | Format::OpenAiResponses => whole(),
         }
+    }
+
+    /// The syntax check of the whole rebuilt text, fed piece by piece to a push checker.
+    fn check_pieces(&self, src: &str) -> Result<(), transcript::ParseError> {
         let mut checker = crate::json_check::Checker::new();
         for piece in self.pieces(src) {
             if checker.feed(piece.as_bytes()).is_err() {

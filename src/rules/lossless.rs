@@ -16,9 +16,10 @@
 //! messages). Here every result is indexed by the hash of its comparable form and by the hashes
 //! of its lines; a result is only compared with later results that hold its rarest line.
 
-use crate::decide::{Action, Decision};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
+use crate::decide::{Action, Decision};
 use crate::transcript::{BlockRef, Pair, Transcript};
 
 use crate::fasthash::{hash_bytes, FastMap, FastSet};
@@ -113,16 +114,24 @@ impl LineHashes {
 }
 
 /// First line index in `o_text` where `r_text`'s lines appear as a contiguous run of whole
-/// lines (found on line hashes, confirmed on the actual bytes), or `None`.
-fn find_lines(r_text: &str, r_hashes: &[u32], o_text: &str, o_hashes: &[u32]) -> Option<usize> {
+/// lines (found on line hashes, confirmed on the actual bytes), or `None`. The other text is
+/// made by `o_text` only once the hashes match somewhere.
+fn find_lines<S: AsRef<str>>(
+    r_text: &str,
+    r_hashes: &[u32],
+    o_text: impl Fn() -> S,
+    o_hashes: &[u32],
+) -> Option<usize> {
     let k = r_hashes.len();
     if k == 0 || k > o_hashes.len() {
         return None;
     }
     let first = r_hashes[0];
+    let text: OnceCell<S> = OnceCell::new();
     (0..=o_hashes.len() - k)
         .filter(|&p| o_hashes[p] == first && o_hashes[p..p + k] == *r_hashes)
         .find(|&p| {
+            let o_text = text.get_or_init(&o_text).as_ref();
             // Byte offset of line p.
             let from = if p == 0 {
                 0
@@ -278,14 +287,15 @@ pub fn decide_excluding(
             if !kept[j] || other.is_error != is_error {
                 continue;
             }
-            let other_text = t.text(other);
-            let found = if framed[j] == framed[i] && comparable_body(&other_text) == my_framed {
+            // The other text is decoded only where the hashes say it may match.
+            let other_text = || t.text(other);
+            let found = if framed[j] == framed[i] && comparable_body(&other_text()) == my_framed {
                 Some((
                     format!("[identical output kept at {}]", other.id),
                     "identical_output_kept_later",
                 ))
             } else {
-                find_lines(text, my_lines, &other_text, lines.of(j)).map(|p| {
+                find_lines(text, my_lines, other_text, lines.of(j)).map(|p| {
                     let first = p + 1;
                     let last = first + my_lines.len() - 1;
                     (
@@ -683,7 +693,7 @@ mod tests {
     fn line_runs() {
         let r = "b\nc";
         let o = "a\nb\nc\nd";
-        let f = |o: &str| find_lines(r, &line_hashes(r), o, &line_hashes(o));
+        let f = |o: &str| find_lines(r, &line_hashes(r), || o, &line_hashes(o));
         assert_eq!(f(o), Some(1));
         assert_eq!(f("b\nc"), Some(0));
         assert_eq!(f("a\nxb\nc"), None);
